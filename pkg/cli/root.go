@@ -17,6 +17,9 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newSimCmd(),
+		newTokenizeCmd(),
+		newPullCmd(), newListCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

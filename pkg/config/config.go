@@ -1,0 +1,159 @@
+// Package config is the server configuration shared by the supervisor and
+// every role process: a typed Config whose flags are named as LightLLM's
+// (`--model_dir`, `--max_total_token_num`, ...) with LightLLM's defaults where
+// they apply, resolved once (derived defaults from the model and the machine)
+// and saved as JSON in the instance's run directory so that every role, however
+// it was started, reads exactly the same values.
+package config
+
+import "time"
+
+// Roles, in the order the supervisor starts them (see pkg/supervisor).
+const (
+	RoleMetric      = "metric"
+	RoleRouter      = "router"
+	RoleDetokenizer = "detokenizer"
+	RoleInfer       = "infer"
+	RoleAPIServer   = "apiserver"
+	RoleHealth      = "health"
+)
+
+// AllRoles lists every role in launch order.
+func AllRoles() []string {
+	return []string{RoleMetric, RoleRouter, RoleDetokenizer, RoleInfer, RoleAPIServer, RoleHealth}
+}
+
+// IsRole reports whether name is a known role.
+func IsRole(name string) bool {
+	for _, r := range AllRoles() {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Backends of the infer role.
+const (
+	BackendCPU  = "cpu"
+	BackendCUDA = "cuda"
+	// BackendSynthetic is a deterministic test backend: it emits a
+	// reproducible token stream at --synthetic_step_ms per step without
+	// running the model. Pipeline tests and overhead benchmarks only.
+	BackendSynthetic = "synthetic"
+)
+
+// Router admission policies (pkg/router implements them).
+var routerPolicies = []string{"past_future", "past_future_ema", "conservative", "aggressive", "oracle"}
+
+// Config is the whole server configuration. JSON keys equal flag names.
+// Fields marked "resolved" are filled by Resolve when left zero.
+type Config struct {
+	// Instance and filesystem layout.
+	Instance string `json:"instance"` // default: the port number
+	RunDir   string `json:"run_dir"`  // default: $LIGHTLLM_RUN_DIR/<instance>, /run/lightllm/<instance>, /tmp/lightllm-<instance>
+	ShmDir   string `json:"shm_dir"`  // default: ${LIGHTLLM_SHM_DIR:-/dev/shm}/lightllm-<instance>
+	RunMode  string `json:"run_mode"` // only "normal" so far
+
+	// Model.
+	ModelDir  string `json:"model_dir"` // HF directory or .gguf file
+	ModelName string `json:"model_name"`
+	DataType  string `json:"data_type"` // resolved: fp16|bf16|fp32 from the model
+	EosID     []int  `json:"eos_id"`    // resolved from the model
+	Backend   string `json:"backend"`   // cpu|cuda|synthetic
+	// SyntheticStepMs is the step time of the synthetic backend.
+	SyntheticStepMs float64 `json:"synthetic_step_ms"`
+	Threads         int     `json:"threads"` // CPU backend worker threads; 0 = all cores
+	TP              int     `json:"tp"`
+	GPUUUID         string  `json:"gpu_uuid"`
+
+	// HTTP.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+
+	// Capacity and scheduling.
+	MaxTotalTokenNum          int      `json:"max_total_token_num"`  // resolved: KV capacity in tokens
+	MaxReqTotalLen            int      `json:"max_req_total_len"`    // resolved: from the model's context length
+	BatchMaxTokens            int      `json:"batch_max_tokens"`     // resolved: 16384 (chunked) or max_req_total_len
+	ChunkedPrefillSize        int      `json:"chunked_prefill_size"` // resolved: batch_max_tokens/2 (chunked) or max_req_total_len
+	DisableChunkedPrefill     bool     `json:"disable_chunked_prefill"`
+	RunningMaxReqSize         int      `json:"running_max_req_size"`
+	MaxWaitingReqs            int      `json:"max_waiting_reqs"`
+	RouterTokenRatio          float64  `json:"router_token_ratio"`
+	RouterMaxWaitTokens       int      `json:"router_max_wait_tokens"`
+	RouterPolicy              string   `json:"router_policy"`
+	DisableAggressiveSchedule bool     `json:"disable_aggressive_schedule"`
+	ScheduleTimeInterval      Duration `json:"schedule_time_interval"`
+	MemFraction               float64  `json:"mem_fraction"`
+	DisableDynamicPromptCache bool     `json:"disable_dynamic_prompt_cache"`
+	GracefulTimeout           Duration `json:"graceful_timeout"`
+
+	// Metrics and health.
+	MetricPort        int      `json:"metric_port"` // resolved: a free port when 0
+	MetricGateway     string   `json:"metric_gateway"`
+	PushInterval      Duration `json:"push_interval"`
+	JobName           string   `json:"job_name"`
+	HealthInterval    Duration `json:"health_interval"`
+	HealthTimeout     Duration `json:"health_timeout"`
+	HealthFailures    int      `json:"health_failures"`
+	HeartbeatInterval Duration `json:"heartbeat_interval"`
+	HeartbeatTimeout  Duration `json:"heartbeat_timeout"` // 0 disables wedge detection
+
+	// Logging.
+	LogLevel  string `json:"log_level"`
+	LogFormat string `json:"log_format"` // auto|json|console
+
+	// Supervisor.
+	ReadyTimeout      Duration `json:"ready_timeout"`
+	StopTimeout       Duration `json:"stop_timeout"`
+	RestartBudget     int      `json:"restart_budget"`
+	RestartWindow     Duration `json:"restart_window"`
+	RestartBackoff    Duration `json:"restart_backoff"`
+	RestartBackoffMax Duration `json:"restart_backoff_max"`
+
+	// Set by Resolve.
+	Resolved    bool   `json:"resolved"`
+	ResolvedKey string `json:"resolved_key,omitempty"` // hash of the unresolved input, see LoadShared
+	// KVBytesPerToken is what max_total_token_num was derived from (0 when set by hand).
+	KVBytesPerToken int64 `json:"kv_bytes_per_token,omitempty"`
+}
+
+// DefaultConfig returns the defaults: LightLLM's (HEAD) where the flag exists
+// there, otherwise what an operator of a single-node server would expect.
+func DefaultConfig() Config {
+	return Config{
+		RunMode:              "normal",
+		ModelName:            "default_model_name",
+		Backend:              BackendCPU,
+		SyntheticStepMs:      10,
+		TP:                   1,
+		Host:                 "127.0.0.1",
+		Port:                 8000,
+		RunningMaxReqSize:    256,
+		MaxWaitingReqs:       1024,
+		RouterTokenRatio:     0.85,
+		RouterMaxWaitTokens:  1,
+		RouterPolicy:         "past_future",
+		ScheduleTimeInterval: Duration(30 * time.Millisecond),
+		MemFraction:          0.8,
+		// LightLLM waits 60 s for the HTTP server after SIGTERM.
+		GracefulTimeout: Duration(60 * time.Second),
+		PushInterval:    Duration(10 * time.Second),
+		JobName:         "lightllm",
+		// LightLLM probes every 88 s; we restart single roles instead of
+		// killing the server, so detecting faults sooner is cheap.
+		HealthInterval:    Duration(10 * time.Second),
+		HealthTimeout:     Duration(200 * time.Second), // LightLLM HEALTH_TIMEOUT
+		HealthFailures:    3,                           // LightLLM's threshold
+		HeartbeatInterval: Duration(time.Second),
+		HeartbeatTimeout:  Duration(30 * time.Second),
+		LogLevel:          "info",
+		LogFormat:         "auto",
+		ReadyTimeout:      Duration(5 * time.Minute),
+		StopTimeout:       Duration(10 * time.Second),
+		RestartBudget:     5,
+		RestartWindow:     Duration(10 * time.Minute),
+		RestartBackoff:    Duration(250 * time.Millisecond),
+		RestartBackoffMax: Duration(30 * time.Second),
+	}
+}

@@ -1,0 +1,256 @@
+package config
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestResolveStories260K(t *testing.T) {
+	models := modelsDir(t)
+	t.Setenv(EnvRunDir, t.TempDir())
+	tests := map[string]struct {
+		path string
+		eos  []int
+		dt   string
+	}{
+		"hf":      {filepath.Join(models, "stories260K", "hf"), []int{2}, "fp32"},
+		"gguf v3": {filepath.Join(models, "stories260K", "stories260K-f32.gguf"), []int{2}, ""}, // no general.file_type
+		"gguf v1": {filepath.Join(models, "stories260K", "tinyllamas-stories-260k-f32.ggufv1.gguf"), nil, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			info, err := ReadModelInfo(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// README: 5 layers, 8 heads, 4 KV heads, dim 64, context 512.
+			if info.ContextLength != 512 || info.NumLayers != 5 || info.NumHeads != 8 || info.NumKVHeads != 4 || info.HiddenSize != 64 {
+				t.Fatalf("model info %+v", info)
+			}
+			bpt, err := info.KVBytesPerToken(4)
+			if err != nil || bpt != 2*5*4*8*4 {
+				t.Fatalf("KV bytes per token = %d, %v; want 1280", bpt, err)
+			}
+			_, in := parse(t, "--model_dir", tc.path)
+			c, err := Resolve(in, testOpts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.eos != nil && !reflect.DeepEqual(c.EosID, tc.eos) {
+				t.Errorf("eos_id %v, want %v", c.EosID, tc.eos)
+			}
+			if tc.dt != "" && c.DataType != tc.dt {
+				t.Errorf("data_type %q, want %q", c.DataType, tc.dt)
+			}
+			// 1 GiB × 0.8 / 1280 B is far more than 256 slots × 512 tokens can use.
+			if !c.Resolved || c.MaxReqTotalLen != 512 || c.MaxTotalTokenNum != 256*512 || c.KVBytesPerToken != 1280 {
+				t.Errorf("resolved: req=%d kv=%d bpt=%d", c.MaxReqTotalLen, c.MaxTotalTokenNum, c.KVBytesPerToken)
+			}
+			if c.BatchMaxTokens != 16384 || c.ChunkedPrefillSize != 8192 || c.MetricPort != 9100 {
+				t.Errorf("batch=%d chunk=%d metric=%d", c.BatchMaxTokens, c.ChunkedPrefillSize, c.MetricPort)
+			}
+		})
+	}
+}
+
+// writeHF writes a minimal HF model directory with the given config.json.
+func writeHF(t *testing.T, configJSON string, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range extra {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const geom = `"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64`
+
+func TestResolveDerivedValues(t *testing.T) {
+	t.Setenv(EnvRunDir, t.TempDir())
+	tests := map[string]struct {
+		config  string
+		extra   map[string]string
+		args    []string
+		mem     int64
+		wantReq int
+		wantKV  int
+		wantEOS []int
+		wantDT  string
+		wantErr string
+	}{
+		"max_position_embeddings": {config: `{"max_position_embeddings": 4096, "eos_token_id": [7, 8], "torch_dtype": "bfloat16", ` + geom + `}`,
+			wantReq: 4096, wantKV: (1 << 30) * 8 / 10 / 1024, wantEOS: []int{7, 8}, wantDT: "bf16"},
+		"rope linear factor": {config: `{"max_position_embeddings": 2048, "rope_scaling": {"type": "linear", "factor": 4}, ` + geom + `}`,
+			wantReq: 8192, wantDT: "fp16"},
+		"rope yarn keeps length": {config: `{"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "yarn", "factor": 4}, ` + geom + `}`,
+			wantReq: 2048},
+		"max_sequence_length first": {config: `{"max_sequence_length": 1000, "max_position_embeddings": 4096, ` + geom + `}`,
+			wantReq: 1000},
+		"text_config":    {config: `{"text_config": {"max_position_embeddings": 3000, ` + geom + `}}`, wantReq: 3000},
+		"fallback 16384": {config: `{` + geom + `}`, wantReq: 16384},
+		"eos from generation_config": {config: `{"max_position_embeddings": 512, ` + geom + `}`,
+			extra: map[string]string{"generation_config.json": `{"eos_token_id": 9}`}, wantEOS: []int{9}},
+		"explicit flags win": {config: `{"max_position_embeddings": 4096, "eos_token_id": 2, ` + geom + `}`,
+			args:    []string{"--max_req_total_len", "100", "--max_total_token_num", "1000", "--eos_id", "3", "--data_type", "float32"},
+			wantReq: 100, wantKV: 1000, wantEOS: []int{3}, wantDT: "fp32"},
+		// 2 layers × 4 heads × 16 dim × 2 × 4 B = 1024 B/token; 1 MiB × 0.8 → 819 tokens.
+		"kv from memory": {config: `{"max_position_embeddings": 512, ` + geom + `}`, mem: 1 << 20, wantKV: 819},
+		"kv too small": {config: `{"max_position_embeddings": 4096, ` + geom + `}`, mem: 1 << 20,
+			wantErr: "KV cache too small"},
+		"no chunked prefill": {config: `{"max_position_embeddings": 512, ` + geom + `}`, args: []string{"--disable_chunked_prefill"},
+			wantReq: 512},
+		"bad eos":     {config: `{"eos_token_id": "x", ` + geom + `}`, wantErr: "eos_token_id"},
+		"bad json":    {config: `{"max_position_embeddings": `, wantErr: "parse"},
+		"no geometry": {config: `{"max_position_embeddings": 512}`, wantErr: "cannot size the KV cache"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := writeHF(t, tc.config, tc.extra)
+			_, in := parse(t, append([]string{"--model_dir", dir}, tc.args...)...)
+			opts := testOpts()
+			if tc.mem != 0 {
+				opts.MemAvailable = func() (int64, error) { return tc.mem, nil }
+			}
+			c, err := Resolve(in, opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantReq != 0 && c.MaxReqTotalLen != tc.wantReq {
+				t.Errorf("max_req_total_len %d, want %d", c.MaxReqTotalLen, tc.wantReq)
+			}
+			if tc.wantKV != 0 && c.MaxTotalTokenNum != tc.wantKV {
+				t.Errorf("max_total_token_num %d, want %d", c.MaxTotalTokenNum, tc.wantKV)
+			}
+			if tc.wantEOS != nil && !reflect.DeepEqual(c.EosID, tc.wantEOS) {
+				t.Errorf("eos %v, want %v", c.EosID, tc.wantEOS)
+			}
+			if tc.wantDT != "" && c.DataType != tc.wantDT {
+				t.Errorf("data_type %q, want %q", c.DataType, tc.wantDT)
+			}
+			if c.DisableChunkedPrefill && (c.ChunkedPrefillSize != c.MaxReqTotalLen || c.BatchMaxTokens != c.MaxReqTotalLen) {
+				t.Errorf("no chunked prefill: chunk=%d batch=%d", c.ChunkedPrefillSize, c.BatchMaxTokens)
+			}
+			if in.Resolved || in.MaxReqTotalLen != 0 && tc.args == nil {
+				t.Errorf("Resolve modified its input")
+			}
+		})
+	}
+}
+
+func TestLoadSharedResolvesOnce(t *testing.T) {
+	t.Setenv(EnvRunDir, t.TempDir())
+	dir := writeHF(t, `{"max_position_embeddings": 512, `+geom+`}`, nil)
+	var calls atomic.Int32
+	opts := testOpts()
+	opts.MemAvailable = func() (int64, error) {
+		// Each call sees less memory, as a role would after infer allocated.
+		n := calls.Add(1)
+		return (64 << 20) / int64(n), nil
+	}
+	_, in := parse(t, "--model_dir", dir, "--instance", "shared")
+	first, err := LoadShared(in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, again := parse(t, "--model_dir", dir, "--instance", "shared")
+	second, err := LoadShared(again, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 || second.MaxTotalTokenNum != first.MaxTotalTokenNum {
+		t.Fatalf("resolved %d times; kv %d vs %d", calls.Load(), first.MaxTotalTokenNum, second.MaxTotalTokenNum)
+	}
+	// A resolved file passes straight through.
+	loaded, err := Load(first.ConfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadShared(loaded, opts); err != nil || got.MaxTotalTokenNum != first.MaxTotalTokenNum || calls.Load() != 1 {
+		t.Fatalf("resolved file: %v, %d calls", err, calls.Load())
+	}
+	// Different input → resolved again.
+	_, other := parse(t, "--model_dir", dir, "--instance", "shared", "--running_max_req_size", "8")
+	if _, err := LoadShared(other, opts); err != nil || calls.Load() != 2 {
+		t.Fatalf("changed input: %v, %d calls", err, calls.Load())
+	}
+}
+
+// ggufBytes builds a GGUF v3 header with the given metadata entries.
+func ggufBytes(kv func(w *bytes.Buffer) int) []byte {
+	var body bytes.Buffer
+	n := kv(&body)
+	var b bytes.Buffer
+	b.WriteString("GGUF")
+	binary.Write(&b, binary.LittleEndian, uint32(3))
+	binary.Write(&b, binary.LittleEndian, uint64(0))
+	binary.Write(&b, binary.LittleEndian, uint64(n))
+	b.Write(body.Bytes())
+	return b.Bytes()
+}
+
+func putStr(w *bytes.Buffer, s string) {
+	binary.Write(w, binary.LittleEndian, uint64(len(s)))
+	w.WriteString(s)
+}
+
+func TestGGUFMetadataErrors(t *testing.T) {
+	good := ggufBytes(func(w *bytes.Buffer) int {
+		putStr(w, "general.architecture")
+		binary.Write(w, binary.LittleEndian, uint32(gString))
+		putStr(w, "llama")
+		putStr(w, "tokenizer.ggml.tokens")
+		binary.Write(w, binary.LittleEndian, uint32(gArray))
+		binary.Write(w, binary.LittleEndian, uint32(gString))
+		binary.Write(w, binary.LittleEndian, uint64(2))
+		putStr(w, "a")
+		putStr(w, "bc")
+		putStr(w, "llama.context_length")
+		binary.Write(w, binary.LittleEndian, uint32(gU32))
+		binary.Write(w, binary.LittleEndian, uint32(2048))
+		return 3
+	})
+	kv, err := readGGUFMetadata(bytes.NewReader(good), "good")
+	if err != nil || kv["general.architecture"] != "llama" || kv["llama.context_length"] != int64(2048) {
+		t.Fatalf("good file: %v %v", kv, err)
+	}
+	tests := map[string][]byte{
+		"empty":       nil,
+		"magic":       []byte("GGUX\x03\x00\x00\x00"),
+		"version":     []byte("GGUF\x09\x00\x00\x00"),
+		"truncated":   good[:len(good)-3],
+		"bad type":    ggufBytes(func(w *bytes.Buffer) int { putStr(w, "k"); binary.Write(w, binary.LittleEndian, uint32(99)); return 1 }),
+		"huge string": ggufBytes(func(w *bytes.Buffer) int { binary.Write(w, binary.LittleEndian, uint64(1<<40)); return 1 }),
+	}
+	for name, b := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := readGGUFMetadata(bytes.NewReader(b), name); err == nil {
+				t.Fatal("accepted a bad file")
+			}
+		})
+	}
+}
+
+func FuzzGGUFMetadata(f *testing.F) {
+	f.Add([]byte("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte("GGUF\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = readGGUFMetadata(bytes.NewReader(b), "fuzz") // must not panic
+	})
+}

@@ -1,0 +1,177 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// Validate checks every field; on a resolved config it also checks the
+// relations between derived values. All problems are reported together.
+func (c *Config) Validate() error {
+	if err := c.validateStatic(); err != nil {
+		return err
+	}
+	if !c.Resolved {
+		return nil
+	}
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.ModelDir == "" {
+		add("model_dir is empty")
+	}
+	if c.MaxReqTotalLen <= 0 {
+		add("max_req_total_len must be > 0, got %d", c.MaxReqTotalLen)
+	}
+	if c.MaxTotalTokenNum <= 0 {
+		add("max_total_token_num must be > 0, got %d", c.MaxTotalTokenNum)
+	} else if c.MaxReqTotalLen > c.MaxTotalTokenNum {
+		add("max_req_total_len %d exceeds max_total_token_num %d: one request could never fit in the KV cache", c.MaxReqTotalLen, c.MaxTotalTokenNum)
+	}
+	if c.BatchMaxTokens <= 0 || c.ChunkedPrefillSize <= 0 {
+		add("batch_max_tokens (%d) and chunked_prefill_size (%d) must be > 0", c.BatchMaxTokens, c.ChunkedPrefillSize)
+	} else if c.ChunkedPrefillSize > c.BatchMaxTokens && !c.DisableChunkedPrefill {
+		add("chunked_prefill_size %d exceeds batch_max_tokens %d", c.ChunkedPrefillSize, c.BatchMaxTokens)
+	}
+	if c.DisableChunkedPrefill && c.BatchMaxTokens < c.MaxReqTotalLen {
+		add("without chunked prefill batch_max_tokens (%d) must be at least max_req_total_len (%d)", c.BatchMaxTokens, c.MaxReqTotalLen)
+	}
+	if c.MetricPort <= 0 {
+		add("metric_port must be set after resolution, got %d", c.MetricPort)
+	}
+	return errors.Join(errs...)
+}
+
+// validateStatic checks what does not depend on resolution.
+func (c *Config) validateStatic() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Instance != "" {
+		if err := ValidInstance(c.Instance); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RunMode != "normal" {
+		add("run_mode %q is not supported (only normal)", c.RunMode)
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		add("port must be in 1..65535, got %d", c.Port)
+	}
+	if c.MetricPort < 0 || c.MetricPort > 65535 {
+		add("metric_port must be in 0..65535, got %d", c.MetricPort)
+	} else if c.MetricPort == c.Port {
+		add("metric_port and port are both %d", c.Port)
+	}
+	if strings.TrimSpace(c.Host) == "" {
+		add("host is empty")
+	}
+	switch c.Backend {
+	case BackendCPU, BackendCUDA, BackendSynthetic:
+	default:
+		add("backend %q unknown (cpu|cuda|synthetic)", c.Backend)
+	}
+	if c.SyntheticStepMs < 0 {
+		add("synthetic_step_ms must be >= 0, got %g", c.SyntheticStepMs)
+	}
+	if c.TP < 1 {
+		add("tp must be >= 1, got %d", c.TP)
+	} else if c.TP > 1 && c.Backend != BackendCUDA {
+		add("tp %d needs the cuda backend", c.TP)
+	}
+	if c.Threads < 0 {
+		add("threads must be >= 0, got %d", c.Threads)
+	}
+	if c.DataType != "" && NormalizeDataType(c.DataType) == "" {
+		add("data_type %q unknown (fp16|bf16|fp32)", c.DataType)
+	}
+	for _, id := range c.EosID {
+		if id < 0 {
+			add("eos_id %d is negative", id)
+		}
+	}
+	for _, kv := range []struct {
+		name string
+		v    int
+	}{
+		{"max_total_token_num", c.MaxTotalTokenNum}, {"max_req_total_len", c.MaxReqTotalLen},
+		{"batch_max_tokens", c.BatchMaxTokens}, {"chunked_prefill_size", c.ChunkedPrefillSize},
+		{"router_max_wait_tokens", c.RouterMaxWaitTokens},
+	} {
+		if kv.v < 0 {
+			add("%s must be >= 0, got %d", kv.name, kv.v)
+		}
+	}
+	if c.RunningMaxReqSize < 1 {
+		add("running_max_req_size must be >= 1, got %d", c.RunningMaxReqSize)
+	}
+	if c.MaxWaitingReqs < 1 {
+		add("max_waiting_reqs must be >= 1, got %d", c.MaxWaitingReqs)
+	}
+	if c.RouterTokenRatio < 0 || c.RouterTokenRatio > 1 {
+		add("router_token_ratio must be in [0,1], got %g", c.RouterTokenRatio)
+	}
+	if !slices.Contains(routerPolicies, c.RouterPolicy) {
+		add("router_policy %q unknown (%s)", c.RouterPolicy, strings.Join(routerPolicies, "|"))
+	}
+	if !(c.MemFraction > 0 && c.MemFraction < 1) {
+		add("mem_fraction must be in (0,1), got %g", c.MemFraction)
+	}
+	if c.HealthFailures < 1 {
+		add("health_failures must be >= 1, got %d", c.HealthFailures)
+	}
+	if c.RestartBudget < 0 {
+		add("restart_budget must be >= 0, got %d", c.RestartBudget)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{
+		{"schedule_time_interval", c.ScheduleTimeInterval}, {"push_interval", c.PushInterval},
+		{"health_interval", c.HealthInterval}, {"health_timeout", c.HealthTimeout},
+		{"heartbeat_interval", c.HeartbeatInterval}, {"ready_timeout", c.ReadyTimeout},
+		{"stop_timeout", c.StopTimeout}, {"restart_window", c.RestartWindow},
+		{"restart_backoff", c.RestartBackoff}, {"restart_backoff_max", c.RestartBackoffMax},
+	} {
+		if d.v <= 0 {
+			add("%s must be > 0, got %s", d.name, d.v)
+		}
+	}
+	if c.GracefulTimeout < 0 || c.HeartbeatTimeout < 0 {
+		add("graceful_timeout (%s) and heartbeat_timeout (%s) must be >= 0", c.GracefulTimeout, c.HeartbeatTimeout)
+	}
+	if c.HeartbeatTimeout > 0 && c.HeartbeatTimeout < 2*c.HeartbeatInterval {
+		add("heartbeat_timeout %s must be at least twice heartbeat_interval %s", c.HeartbeatTimeout, c.HeartbeatInterval)
+	}
+	if c.RestartBackoffMax < c.RestartBackoff {
+		add("restart_backoff_max %s is below restart_backoff %s", c.RestartBackoffMax, c.RestartBackoff)
+	}
+	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
+		add("log_level %q unknown (trace|debug|info|warn|error)", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "auto", "json", "console":
+	default:
+		add("log_format %q unknown (auto|json|console)", c.LogFormat)
+	}
+	if c.RunDir != "" {
+		if !filepath.IsAbs(c.RunDir) {
+			add("run_dir %q must be an absolute path", c.RunDir)
+		} else if len(c.RunDir)+1+sockNameRoom > maxUnixPath {
+			add("run_dir %q is too long for unix socket paths (keep it under %d characters)", c.RunDir, maxUnixPath-1-sockNameRoom)
+		}
+	}
+	if c.ShmDir != "" {
+		if !filepath.IsAbs(c.ShmDir) {
+			add("shm_dir %q must be an absolute path", c.ShmDir)
+		} else if !strings.HasPrefix(filepath.Base(c.ShmDir), shmDirPrefix) {
+			// The supervisor removes the whole shm dir on stop; the prefix
+			// keeps a typo such as --shm_dir /dev/shm from wiping it.
+			add("shm_dir %q must be a directory named lightllm-*", c.ShmDir)
+		}
+	}
+	return errors.Join(errs...)
+}

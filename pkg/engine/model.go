@@ -1,0 +1,24 @@
+package engine
+
+import "github.com/lightllm-go/lightllm/pkg/model"
+
+// The engine drives any Forwarder: *model.Model is the real one,
+// enginetest.FakeModel the test double. The batch types are pkg/model's.
+type (
+	Batch       = model.Batch
+	Seq         = model.Seq
+	KV          = model.KV
+	ModelConfig = model.Config
+)
+
+// Forwarder is what the engine needs from a model.
+type Forwarder interface {
+	Config() ModelConfig
+	// NewKV allocates K/V storage for slots token slots.
+	NewKV(slots int) *KV
+	// Forward runs one batch; logits[i] (len Vocab) receives the logits of
+	// Seqs[i] when Seqs[i].WantLogits.
+	Forward(b *Batch, kv *KV, logits [][]float32) error
+}
+
+var _ Forwarder = (*model.Model)(nil)

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/lightllm-go/lightllm/pkg/kvcache"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
+)
+
+// Errors returned (wrapped) by Add.
+var (
+	ErrDuplicateID     = errors.New("engine: request id already in use")
+	ErrBadRequest      = errors.New("engine: invalid request")
+	ErrTooLong         = errors.New("engine: request does not fit the context")
+	ErrAlreadyFinished = errors.New("engine: request already finished")
+)
+
+// Request is one generation request.
+type Request struct {
+	ID uint64
+	// Prompt holds the token ids, including BOS if wanted. Must not be empty.
+	Prompt []int32
+	// AlreadyGenerated resumes a request (e.g. after the infer process
+	// restarted): these tokens were generated before and are re-prefilled with
+	// the prompt; generation continues as if uninterrupted (max/min new tokens,
+	// penalties and the seeded draws all count them).
+	AlreadyGenerated []int32
+	Params           sampler.Params
+	// DisablePromptCache: this request neither reuses nor leaves cached KV.
+	DisablePromptCache bool
+}
+
+// FinishReason says why a request ended.
+type FinishReason uint8
+
+const (
+	NotFinished  FinishReason = iota
+	FinishLength              // max_new_tokens or the context length reached
+	FinishStop                // an EOS or stop token id was generated
+	FinishAbort               // Abort was called
+)
+
+func (f FinishReason) String() string {
+	switch f {
+	case NotFinished:
+		return ""
+	case FinishLength:
+		return "length"
+	case FinishStop:
+		return "stop"
+	case FinishAbort:
+		return "abort"
+	}
+	return "unknown"
+}
+
+// Output is one event of a Step: a new token of request ID, and/or its end.
+// An aborted request gets one Output with Token -1 and Reason FinishAbort.
+type Output struct {
+	ID       uint64
+	Token    int32
+	LogProb  float32
+	Finished bool
+	Reason   FinishReason
+}
+
+// State is where a request is in the engine.
+type State uint8
+
+const (
+	StateWaiting State = iota // queued, no KV held
+	StateRunning              // holds KV, prefilling or decoding
+	StatePaused               // evicted for lack of KV; recomputed when room returns
+)
+
+func (s State) String() string {
+	return [...]string{"waiting", "running", "paused"}[s]
+}
+
+// ReqInfo describes a live request.
+type ReqInfo struct {
+	State     State
+	KVLen     int // tokens whose K/V are computed and held
+	PromptLen int
+	Generated int // tokens generated so far (including AlreadyGenerated)
+	// PromptCacheLen is the prompt tokens found in the prompt cache when the
+	// request was first admitted (-1 before that).
+	PromptCacheLen int
+}
+
+// reqState is the engine's record of a live request.
+type reqState struct {
+	id        uint64
+	arrival   uint64 // admission priority: lower runs first and is evicted last
+	params    sampler.Params
+	seed      uint64
+	tokens    []int32 // prompt followed by generated tokens
+	promptLen int
+	maxNew    int     // MaxNewTokens clamped to the context
+	eos       []int32 // the model's EOS ids unless ignore_eos
+	kvLen     int     // tokens[:kvLen] have K/V in slots[:kvLen]
+	slots     []int32 // len >= kvLen: slots beyond kvLen are allocated, not yet computed
+	state     State
+	evictions int
+	// Prompt cache: slots[:shared] are the cache's, locked through node.
+	node     *kvcache.Node
+	shared   int
+	noCache  bool
+	cacheLen int // tokens matched at first admission, -1 before
+}
+
+func (r *reqState) generated() []int32 { return r.tokens[r.promptLen:] }
+
+// finishReason applies LightLLM's order: stop ids, then EOS, then length.
+func (r *reqState) finishReason(tok int32) FinishReason {
+	gen := len(r.tokens) - r.promptLen
+	if gen >= r.params.MinNewTokens {
+		for _, s := range r.params.StopTokenIDs {
+			if tok == s {
+				return FinishStop
+			}
+		}
+		for _, s := range r.eos {
+			if tok == s {
+				return FinishStop
+			}
+		}
+	}
+	if gen >= r.maxNew {
+		return FinishLength
+	}
+	return NotFinished
+}

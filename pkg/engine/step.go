@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
+)
+
+// Step runs one scheduler step: it serves the running requests oldest first
+// (one decode token each, or the next prefill chunk), admits waiting ones
+// while KV and the prefill budget allow, runs one Forward over all of them,
+// samples, and returns the new tokens and finished/aborted requests. The
+// returned slice is reused by the next Step. An error means the model failed
+// or the engine's state is inconsistent; the caller should stop.
+func (e *Engine) Step() ([]Output, error) {
+	if e.fault != nil {
+		return nil, e.fault
+	}
+	start := time.Now()
+	e.outs = append(e.outs[:0], e.aborted...)
+	e.aborted = e.aborted[:0]
+	if err := e.plan(); err != nil {
+		e.fault = err
+		return e.outs, err
+	}
+	if len(e.batch.Seqs) == 0 {
+		return e.outs, nil
+	}
+	fwd := time.Now()
+	if err := e.m.Forward(&e.batch, e.kv, e.logits); err != nil {
+		// The requests keep their slots and kvLen: a retry recomputes the chunk.
+		return e.outs, fmt.Errorf("engine: forward of %d tokens in %d sequences: %w",
+			len(e.batch.Tokens), len(e.batch.Seqs), err)
+	}
+	e.stats.ForwardTime += time.Since(fwd)
+	err := e.collect()
+	if err != nil {
+		e.fault = err
+	}
+	e.stats.Steps++
+	e.stats.StepTime += time.Since(start)
+	return e.outs, err
+}
+
+// plan fills e.batch. Running requests are served in arrival order; when KV
+// runs out the newest running requests are paused (their KV freed) so older
+// ones always progress. Waiting requests are admitted FCFS while the free KV
+// covers their whole remaining prefill plus what admitted requests still
+// need, so that admission rarely causes evictions (the router's Past-Future
+// admission normally keeps usage below capacity anyway).
+func (e *Engine) plan() error {
+	b := &e.batch
+	b.Tokens, b.Positions, b.Seqs = b.Tokens[:0], b.Positions[:0], b.Seqs[:0]
+	e.batchReqs, e.logits = e.batchReqs[:0], e.logits[:0]
+	rowsUsed := 0
+	budget := e.opts.BatchMaxTokens
+	reserved := 0 // slots still to be allocated by admitted, partly prefilled requests
+
+	for i := 0; i < len(e.running); i++ {
+		r := e.running[i]
+		remaining := len(r.tokens) - r.kvLen
+		n := 1
+		if remaining > 1 {
+			n = min(remaining, e.opts.ChunkedPrefillSize, budget)
+			if n == 0 {
+				reserved += len(r.tokens) - len(r.slots)
+				continue
+			}
+		}
+		need := r.kvLen + n - len(r.slots)
+		for need > e.available() && len(e.running) > i+1 {
+			if err := e.pause(e.running[len(e.running)-1]); err != nil {
+				return err
+			}
+		}
+		if free := e.available(); need > free {
+			if remaining == 1 {
+				// A decode with no newer request to take from: yield our KV to the older ones.
+				if err := e.pause(r); err != nil {
+					return err
+				}
+				i--
+				continue
+			}
+			n = len(r.slots) - r.kvLen + free
+			need = free
+			if n == 0 {
+				continue
+			}
+		}
+		if err := e.allocate(r, need); err != nil {
+			return err
+		}
+		if remaining > 1 {
+			budget -= n
+			reserved += len(r.tokens) - len(r.slots)
+		}
+		rowsUsed = e.addSeq(r, n, rowsUsed)
+	}
+
+	for len(e.waiting) > 0 && budget > 0 {
+		if e.opts.MaxRunningReqs > 0 && len(e.running) >= e.opts.MaxRunningReqs {
+			break
+		}
+		r := e.waiting[0]
+		e.matchCache(r)
+		remaining := len(r.tokens) - r.kvLen
+		headroom := len(e.running) // one decode token each next step
+		if r.state == StatePaused {
+			headroom *= e.opts.PausedHeadroomSteps
+		}
+		if e.available()-reserved-headroom < remaining && len(e.running) > 0 {
+			if err := e.unmatchCache(r); err != nil {
+				return err
+			}
+			break // FCFS: nobody overtakes the head of the queue
+		}
+		if r.cacheLen < 0 {
+			r.cacheLen = r.kvLen
+			e.stats.CachedTokens += uint64(r.kvLen)
+		}
+		n := min(remaining, e.opts.ChunkedPrefillSize, budget)
+		if err := e.allocate(r, n); err != nil {
+			return err
+		}
+		e.waiting = slices.Delete(e.waiting, 0, 1)
+		r.state = StateRunning
+		e.running = insertByArrival(e.running, r)
+		budget -= n
+		reserved += remaining - n
+		rowsUsed = e.addSeq(r, n, rowsUsed)
+	}
+	return nil
+}
+
+// addSeq appends r's next n tokens to the batch; the request wants logits
+// when this chunk reaches its last token.
+func (e *Engine) addSeq(r *reqState, n, rowsUsed int) int {
+	b := &e.batch
+	start := len(b.Tokens)
+	b.Tokens = append(b.Tokens, r.tokens[r.kvLen:r.kvLen+n]...)
+	for p := r.kvLen; p < r.kvLen+n; p++ {
+		b.Positions = append(b.Positions, int32(p))
+	}
+	want := r.kvLen+n == len(r.tokens)
+	b.Seqs = append(b.Seqs, Seq{Start: start, Len: n, Slots: r.slots[:r.kvLen+n], WantLogits: want})
+	e.batchReqs = append(e.batchReqs, r)
+	var row []float32
+	if want {
+		if rowsUsed == len(e.rows) {
+			e.rows = append(e.rows, make([]float32, e.cfg.Vocab))
+		}
+		row = e.rows[rowsUsed]
+		rowsUsed++
+	}
+	e.logits = append(e.logits, row)
+	if n == 1 && want {
+		e.stats.DecodeTokens++
+	} else {
+		e.stats.PrefillTokens += uint64(n)
+	}
+	e.stats.ForwardTokens += uint64(n)
+	return rowsUsed
+}
+
+// pause evicts a running request: its KV is freed and it waits, in arrival
+// order, to be recomputed from its prompt and generated tokens.
+func (e *Engine) pause(r *reqState) error {
+	e.running = removeReq(e.running, r)
+	err := e.freeKV(r)
+	r.state = StatePaused
+	r.evictions++
+	e.waiting = insertByArrival(e.waiting, r)
+	e.stats.Evictions++
+	e.log.Debug().Uint64("req", r.id).Int("tokens", len(r.tokens)).Int("available_kv", e.available()).
+		Msg("KV exhausted: request paused for recompute")
+	return err
+}
+
+// collect advances the requests of the batch that just ran, samples the
+// ones that asked for logits and retires those that finished.
+func (e *Engine) collect() error {
+	e.finished = e.finished[:0]
+	for i, seq := range e.batch.Seqs {
+		r := e.batchReqs[i]
+		r.kvLen += seq.Len
+		if !seq.WantLogits {
+			continue
+		}
+		in := sampler.Input{Params: &r.params, Seed: r.seed, Prompt: r.tokens[:r.promptLen],
+			Generated: r.generated(), EOS: e.cfg.EOS}
+		res, err := e.sampler.Sample(e.logits[i], &in)
+		if err != nil {
+			return fmt.Errorf("engine: request %d: %w", r.id, err)
+		}
+		r.tokens = append(r.tokens, res.Token)
+		why := r.finishReason(res.Token)
+		e.outs = append(e.outs, Output{ID: r.id, Token: res.Token, LogProb: res.LogProb,
+			Finished: why != NotFinished, Reason: why})
+		if why != NotFinished {
+			e.finished = append(e.finished, r)
+		}
+	}
+	var err error
+	for _, r := range e.finished {
+		e.running = removeReq(e.running, r)
+		if ferr := e.release(r); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	return err
+}

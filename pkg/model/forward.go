@@ -1,0 +1,325 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+)
+
+// Batch is one forward step over several sequences. Tokens of all
+// sequences are concatenated.
+type Batch struct {
+	Tokens    []int32 // new tokens, all sequences concatenated
+	Positions []int32 // absolute position of each new token
+	Seqs      []Seq
+}
+
+// Seq is one sequence's part of a Batch.
+type Seq struct {
+	Start, Len int // this sequence's new tokens are Tokens[Start:Start+Len]
+	// Slots is the KV slot of every position 0..lastPos of the sequence
+	// (len == position of the last new token + 1). The new tokens' K/V are
+	// written to Slots[pos]; attention reads Slots[0..pos].
+	Slots      []int32
+	WantLogits bool // logits for the last new token
+}
+
+// scratch holds every activation buffer of a forward pass. Buffers grow to
+// the largest batch seen and are then reused, so steady-state steps do not
+// allocate.
+type scratch struct {
+	nTok, nOut int
+	x, xn      []float32 // [nTok x Hidden]
+	q, att     []float32 // [nTok x Heads*HeadDim]
+	k, v       []float32 // [nTok x KVHeads*HeadDim]
+	proj       []float32 // [nTok x Hidden]
+	gate, up   []float32 // [nTok x FFN]
+	cos, sin   []float32 // [nTok x HeadDim/2]
+	tokSeq     []int32   // sequence index of each token
+	rows       []int32   // token index of each row the attention computes
+	logits     []float32 // [nOut x Vocab]
+}
+
+func (m *Model) ensureScratch(nTok, nOut int) {
+	s, c := &m.s, &m.cfg
+	if nTok > s.nTok {
+		qDim, kvDim := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+		s.nTok = nTok
+		s.x, s.xn, s.proj = make([]float32, nTok*c.Hidden), make([]float32, nTok*c.Hidden), make([]float32, nTok*c.Hidden)
+		s.q, s.att = make([]float32, nTok*qDim), make([]float32, nTok*qDim)
+		s.k, s.v = make([]float32, nTok*kvDim), make([]float32, nTok*kvDim)
+		s.gate, s.up = make([]float32, nTok*c.FFN), make([]float32, nTok*c.FFN)
+		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
+		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
+	}
+	if nOut > s.nOut {
+		s.nOut = nOut
+		s.logits = make([]float32, nOut*c.Vocab)
+	}
+}
+
+// validate checks a batch against the model and the KV store so that bad
+// input is an error, never an index panic inside a worker.
+func (m *Model) validate(b *Batch, kv *KV, logits [][]float32) (nOut int, err error) {
+	n := len(b.Tokens)
+	if len(b.Positions) != n {
+		return 0, fmt.Errorf("forward: %d tokens but %d positions", n, len(b.Positions))
+	}
+	if kv == nil || kv.layers != m.cfg.Layers || kv.dim != m.cfg.KVHeads*m.cfg.HeadDim || kv.f16 != m.kvF16 {
+		return 0, fmt.Errorf("forward: KV store was not made by this model")
+	}
+	next := 0
+	for i, sq := range b.Seqs {
+		if sq.Start != next || sq.Len <= 0 || sq.Start+sq.Len > n {
+			return 0, fmt.Errorf("forward: seq %d covers tokens [%d,%d) but must start at %d, be non-empty and end by %d",
+				i, sq.Start, sq.Start+sq.Len, next, n)
+		}
+		next = sq.Start + sq.Len
+		for t := sq.Start; t < next; t++ {
+			p := b.Positions[t]
+			if p < 0 || int(p) >= len(sq.Slots) {
+				return 0, fmt.Errorf("forward: seq %d token %d at position %d outside its %d slots", i, t, p, len(sq.Slots))
+			}
+			if tok := b.Tokens[t]; tok < 0 || int(tok) >= m.cfg.Vocab {
+				return 0, fmt.Errorf("forward: token id %d outside the vocabulary (%d)", tok, m.cfg.Vocab)
+			}
+		}
+		if last := b.Positions[next-1]; int(last) != len(sq.Slots)-1 {
+			return 0, fmt.Errorf("forward: seq %d: last new token at position %d but %d slots", i, last, len(sq.Slots))
+		}
+		for _, sl := range sq.Slots {
+			if sl < 0 || int(sl) >= kv.slots {
+				return 0, fmt.Errorf("forward: seq %d: slot %d outside the KV store (%d slots)", i, sl, kv.slots)
+			}
+		}
+		if sq.WantLogits {
+			if i >= len(logits) || len(logits[i]) < m.cfg.Vocab {
+				return 0, fmt.Errorf("forward: seq %d wants logits but logits[%d] is missing or shorter than %d", i, i, m.cfg.Vocab)
+			}
+			nOut++
+		}
+	}
+	if next != n {
+		return 0, fmt.Errorf("forward: sequences cover %d of %d tokens", next, n)
+	}
+	return nOut, nil
+}
+
+// Forward runs one step: it writes the new tokens' K/V into kv and fills
+// logits[i] (len >= Vocab) for every Seqs[i] with WantLogits.
+func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
+	nOut, err := m.validate(b, kv, logits)
+	if err != nil {
+		return err
+	}
+	N := len(b.Tokens)
+	if N == 0 {
+		return nil
+	}
+	c, s := &m.cfg, &m.s
+	m.ensureScratch(N, nOut)
+	H, qDim, kvDim := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	for si, sq := range b.Seqs {
+		for t := sq.Start; t < sq.Start+sq.Len; t++ {
+			s.tokSeq[t] = int32(si)
+		}
+	}
+	x := s.x[:N*H]
+	for i, tok := range b.Tokens {
+		m.embed.DequantizeRow(int(tok), x[i*H:(i+1)*H])
+	}
+	for i, p := range b.Positions {
+		m.ropeTable(p, s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2])
+	}
+	for i := range s.rows[:N] {
+		s.rows[i] = int32(i)
+	}
+	rows := s.rows[:N] // token rows still being computed
+	for li := range m.layers {
+		ly := &m.layers[li]
+		R := len(rows)
+		xn, q, k, v := s.xn[:N*H], s.q[:N*qDim], s.k[:N*kvDim], s.v[:N*kvDim]
+		// K/V are needed for every new token, even in the last layer.
+		rmsNormRows(xn, s.x[:N*H], ly.attnNorm, c.RMSEps)
+		if err := m.ctx.MatMul(xn, N, tensor.Out{W: ly.wq, Y: q}, tensor.Out{W: ly.wk, Y: k}, tensor.Out{W: ly.wv, Y: v}); err != nil {
+			return err
+		}
+		if ly.bq != nil {
+			addBias(q, ly.bq)
+			addBias(k, ly.bk)
+			addBias(v, ly.bv)
+		}
+		if ly.qNorm != nil {
+			rmsNormRows(q, q, ly.qNorm, c.RMSEps)
+			rmsNormRows(k, k, ly.kNorm, c.RMSEps)
+		}
+		for i := 0; i < N; i++ {
+			cs, sn := s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2]
+			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
+			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
+		}
+		m.storeKV(b, kv, li, k, v)
+		if li == len(m.layers)-1 {
+			// Only the rows whose logits are wanted matter from here on.
+			rows = m.outputRows(b)
+			R = len(rows)
+			if R == 0 {
+				return nil
+			}
+			for j, i := range rows {
+				copy(s.x[j*H:(j+1)*H], s.x[int(i)*H:(int(i)+1)*H])
+			}
+		}
+		att := s.att[:R*qDim]
+		m.attention(b, kv, li, rows, q, att)
+		proj := s.proj[:R*H]
+		if err := m.ctx.MatMul(att, R, tensor.Out{W: ly.wo, Y: proj}); err != nil {
+			return err
+		}
+		xr := s.x[:R*H]
+		addInPlace(xr, proj)
+		xn = s.xn[:R*H]
+		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
+		gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
+		if err := m.ctx.MatMul(xn, R, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
+			return err
+		}
+		swiglu(gate, up)
+		if err := m.ctx.MatMul(gate, R, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
+			return err
+		}
+		addInPlace(xr, proj)
+	}
+	R := len(rows)
+	xn := s.xn[:R*H]
+	rmsNormRows(xn, s.x[:R*H], m.outNorm, c.RMSEps)
+	out := s.logits[:R*c.Vocab]
+	if err := m.ctx.MatMul(xn, R, tensor.Out{W: m.output, Y: out}); err != nil {
+		return err
+	}
+	j := 0
+	for si, sq := range b.Seqs {
+		if sq.WantLogits {
+			copy(logits[si][:c.Vocab], out[j*c.Vocab:(j+1)*c.Vocab])
+			j++
+		}
+	}
+	return nil
+}
+
+// outputRows lists the last token of each sequence that wants logits,
+// reusing the rows buffer (its entries are only read in increasing order).
+func (m *Model) outputRows(b *Batch) []int32 {
+	rows := m.s.rows[:0]
+	for _, sq := range b.Seqs {
+		if sq.WantLogits {
+			rows = append(rows, int32(sq.Start+sq.Len-1))
+		}
+	}
+	return rows
+}
+
+func (m *Model) storeKV(b *Batch, kv *KV, layer int, k, v []float32) {
+	dim := kv.dim
+	for si, sq := range b.Seqs {
+		_ = si
+		for t := sq.Start; t < sq.Start+sq.Len; t++ {
+			off := kv.off(layer, sq.Slots[b.Positions[t]])
+			kt, vt := k[t*dim:(t+1)*dim], v[t*dim:(t+1)*dim]
+			if kv.f16 {
+				dk, dv := kv.k16[off:off+dim], kv.v16[off:off+dim]
+				for j := range kt {
+					dk[j] = tensor.F32ToF16(kt[j])
+					dv[j] = tensor.F32ToF16(vt[j])
+				}
+			} else {
+				copy(kv.k32[off:off+dim], kt)
+				copy(kv.v32[off:off+dim], vt)
+			}
+		}
+	}
+}
+
+// rmsNormRows normalizes each row of x (rows of len(w)) into dst and
+// multiplies by w. The sum of squares is accumulated in float64 and the
+// scale rounded as ggml's rms_norm does.
+func rmsNormRows(dst, x, w []float32, eps float32) {
+	n := len(w)
+	for r := 0; r+n <= len(x); r += n {
+		row, out := x[r:r+n], dst[r:r+n]
+		var sum float64
+		for _, v := range row {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(n))
+		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+		for i, v := range row {
+			out[i] = (v * scale) * w[i]
+		}
+	}
+}
+
+func addBias(x, bias []float32) {
+	n := len(bias)
+	for r := 0; r+n <= len(x); r += n {
+		row := x[r : r+n]
+		for i := range row {
+			row[i] += bias[i]
+		}
+	}
+}
+
+func addInPlace(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
+	}
+}
+
+// swiglu computes gate = silu(gate) * up.
+func swiglu(gate, up []float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// ropeTable fills the cos/sin of each rotation pair for position pos. The
+// angle is stepped by repeated multiplication in float32 as ggml's rope
+// cache does, so angles match llama.cpp bit for bit.
+func (m *Model) ropeTable(pos int32, cos, sin []float32) {
+	theta := float32(pos)
+	for i := range cos {
+		t := theta
+		if m.freqFactor != nil {
+			t /= m.freqFactor[i]
+		}
+		t *= m.freqScale
+		cos[i] = float32(math.Cos(float64(t)))
+		sin[i] = float32(math.Sin(float64(t)))
+		theta *= m.ropeScale
+	}
+}
+
+// rope rotates every head of x (heads of HeadDim values) in place.
+func (m *Model) rope(x, cos, sin []float32) {
+	hd := m.cfg.HeadDim
+	half := hd / 2
+	for h := 0; h+hd <= len(x); h += hd {
+		v := x[h : h+hd]
+		if m.ropeNeox {
+			for i := 0; i < half; i++ {
+				x0, x1 := v[i], v[i+half]
+				v[i] = x0*cos[i] - x1*sin[i]
+				v[i+half] = x0*sin[i] + x1*cos[i]
+			}
+		} else {
+			for i := 0; i < half; i++ {
+				x0, x1 := v[2*i], v[2*i+1]
+				v[2*i] = x0*cos[i] - x1*sin[i]
+				v[2*i+1] = x0*sin[i] + x1*cos[i]
+			}
+		}
+	}
+}

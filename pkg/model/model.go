@@ -1,0 +1,293 @@
+package model
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/safetensors"
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+)
+
+// LoadOptions tunes loading and execution.
+type LoadOptions struct {
+	// Threads is the number of worker threads for the forward pass
+	// (<= 0: GOMAXPROCS).
+	Threads int
+	// KVType is the element type of the KV store: "f16" (default, as
+	// llama.cpp's default cache) or "f32".
+	KVType string
+	// NoTokenizer skips loading the tokenizer (benchmarks, weight-only tests).
+	NoTokenizer bool
+}
+
+type layer struct {
+	attnNorm, ffnNorm  []float32 // [Hidden]
+	wq                 *tensor.Matrix
+	wk, wv             *tensor.Matrix // [KVHeads*HeadDim x Hidden]
+	wo                 *tensor.Matrix // [Hidden x Heads*HeadDim]
+	bq, bk, bv         []float32      // qwen2 biases (nil otherwise)
+	qNorm, kNorm       []float32      // qwen3 per-head RMSNorm weights [HeadDim]
+	wGate, wUp, wDown  *tensor.Matrix
+}
+
+// Model is a loaded model. Forward is not safe for concurrent use: one
+// goroutine (the engine) drives it.
+type Model struct {
+	cfg     Config
+	tok     *tokenizer.Tokenizer
+	embed   *tensor.Matrix // [Vocab x Hidden]
+	output  *tensor.Matrix // [Vocab x Hidden]; the embedding when tied
+	outNorm []float32
+	layers  []layer
+
+	// RoPE: neox rotates (x[i], x[i+d/2]) (HF, qwen GGUF); otherwise
+	// adjacent pairs (x[2i], x[2i+1]) as llama.cpp's permuted llama GGUF.
+	ropeNeox   bool
+	ropeScale  float32   // theta multiplier per pair: base^(-2/d)
+	freqScale  float32   // linear scaling: 1/factor
+	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
+	kvF16      bool
+
+	ctx     *tensor.Ctx
+	s       scratch
+	attn    attnTask
+	closers []io.Closer
+}
+
+// Load opens a model: a Hugging Face directory (config.json +
+// safetensors) or a .gguf file. Weights stay in the mmap'd files.
+func Load(path string, opts LoadOptions) (*Model, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	m := &Model{}
+	if st.IsDir() {
+		err = m.loadHF(path, opts)
+	} else {
+		err = m.loadGGUF(path, opts)
+	}
+	if err != nil {
+		m.closeFiles()
+		return nil, err
+	}
+	switch opts.KVType {
+	case "", "f16":
+		m.kvF16 = true
+	case "f32":
+	default:
+		m.closeFiles()
+		return nil, fmt.Errorf("model: KV type %q (want f16 or f32)", opts.KVType)
+	}
+	m.initRope()
+	m.ctx = tensor.NewCtx(opts.Threads)
+	return m, nil
+}
+
+func (m *Model) loadGGUF(path string, opts LoadOptions) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	m.closers = append(m.closers, f)
+	cfg, err := ggufConfig(f)
+	if err != nil {
+		return fmt.Errorf("model %s: %w", path, err)
+	}
+	m.cfg = cfg
+	m.ropeNeox = cfg.Arch == "qwen2" || cfg.Arch == "qwen3"
+	l := &loader{src: ggufSource{f}, counts: map[tensor.DType]int64{}}
+	if err := m.loadWeights(l); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if ff, err := l.optionalVector("rope_freqs.weight", cfg.HeadDim/2); err != nil {
+		return fmt.Errorf("model: %w", err)
+	} else if ff != nil {
+		m.freqFactor = ff
+	}
+	if !opts.NoTokenizer {
+		tok, err := tokenizer.FromGGUFFile(f)
+		if err != nil {
+			return fmt.Errorf("model %s: tokenizer: %w", path, err)
+		}
+		m.tok = tok
+	}
+	return nil
+}
+
+func (m *Model) loadHF(dir string, opts LoadOptions) error {
+	cfg, err := readHFConfig(dir)
+	if err != nil {
+		return err
+	}
+	m.cfg = cfg
+	m.ropeNeox = true
+	set, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	m.closers = append(m.closers, set)
+	l := &loader{src: hfSource{set: set, dir: dir}, counts: map[tensor.DType]int64{}}
+	if err := m.loadWeights(l); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if rs := cfg.RopeScaling; rs != nil && rs.Type == "llama3" {
+		m.freqFactor = llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
+	}
+	if !opts.NoTokenizer {
+		tok, err := tokenizer.LoadDir(dir)
+		if err != nil {
+			return fmt.Errorf("model %s: tokenizer: %w", dir, err)
+		}
+		m.tok = tok
+	}
+	return nil
+}
+
+// loadWeights reads every tensor through l (names in GGUF form).
+func (m *Model) loadWeights(l *loader) error {
+	c := &m.cfg
+	emb, err := l.need("token_embd.weight")
+	if err != nil {
+		return err
+	}
+	if c.Vocab == 0 && len(emb.shape) == 2 {
+		c.Vocab = emb.shape[0]
+	}
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("%s: %w", l.src.path(), err)
+	}
+	H, qDim, kvDim := c.Hidden, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	if m.embed, err = l.asMatrix(emb, c.Vocab, H); err != nil {
+		return err
+	}
+	if m.outNorm, err = l.vector("output_norm.weight", H); err != nil {
+		return err
+	}
+	out, err := l.src.get("output.weight")
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		m.output = m.embed
+		c.TiedEmbeddings = true
+	} else {
+		if m.output, err = l.asMatrix(out, c.Vocab, H); err != nil {
+			return err
+		}
+		c.TiedEmbeddings = false
+	}
+	m.layers = make([]layer, c.Layers)
+	for i := range m.layers {
+		ly := &m.layers[i]
+		p := fmt.Sprintf("blk.%d.", i)
+		mats := []struct {
+			dst        **tensor.Matrix
+			name       string
+			rows, cols int
+		}{
+			{&ly.wq, "attn_q", qDim, H}, {&ly.wk, "attn_k", kvDim, H}, {&ly.wv, "attn_v", kvDim, H},
+			{&ly.wo, "attn_output", H, qDim}, {&ly.wGate, "ffn_gate", c.FFN, H}, {&ly.wUp, "ffn_up", c.FFN, H},
+			{&ly.wDown, "ffn_down", H, c.FFN},
+		}
+		for _, mt := range mats {
+			if *mt.dst, err = l.matrix(p+mt.name+".weight", mt.rows, mt.cols); err != nil {
+				return err
+			}
+		}
+		if ly.attnNorm, err = l.vector(p+"attn_norm.weight", H); err != nil {
+			return err
+		}
+		if ly.ffnNorm, err = l.vector(p+"ffn_norm.weight", H); err != nil {
+			return err
+		}
+		vecs := []struct {
+			dst  *[]float32
+			name string
+			n    int
+		}{{&ly.bq, "attn_q.bias", qDim}, {&ly.bk, "attn_k.bias", kvDim}, {&ly.bv, "attn_v.bias", kvDim},
+			{&ly.qNorm, "attn_q_norm.weight", c.HeadDim}, {&ly.kNorm, "attn_k_norm.weight", c.HeadDim}}
+		for _, v := range vecs {
+			if *v.dst, err = l.optionalVector(p+v.name, v.n); err != nil {
+				return err
+			}
+		}
+		hasBias := ly.bq != nil || ly.bk != nil || ly.bv != nil
+		hasNorm := ly.qNorm != nil || ly.kNorm != nil
+		if i == 0 {
+			c.QKVBias, c.QKNorm = hasBias, hasNorm
+		}
+		if hasBias != c.QKVBias || hasNorm != c.QKNorm || (hasNorm && (ly.qNorm == nil || ly.kNorm == nil)) {
+			return fmt.Errorf("%s: layer %d: q/k/v biases or q/k norms differ from layer 0", l.src.path(), i)
+		}
+	}
+	if c.Arch == "qwen3" && !c.QKNorm {
+		return fmt.Errorf("%s: qwen3 model without q/k norm weights (%s)", l.src.path(), nameFor(l.src, "blk.0.attn_q_norm.weight"))
+	}
+	var best int64
+	for dt, n := range l.counts {
+		if n > best {
+			best, c.DType = n, dt.String()
+		}
+	}
+	return nil
+}
+
+func (m *Model) initRope() {
+	c := &m.cfg
+	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.HeadDim))))
+	m.freqScale = 1
+	if c.RopeScaling != nil && c.RopeScaling.Type == "linear" {
+		m.freqScale = float32(1 / c.RopeScaling.Factor)
+	}
+}
+
+// Config returns the model's architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// Tokenizer returns the tokenizer (nil when loaded with NoTokenizer).
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// ChatTemplate returns the chat template ("" when none).
+func (m *Model) ChatTemplate() string {
+	if m.tok == nil {
+		return ""
+	}
+	return m.tok.ChatTemplate()
+}
+
+// Threads is the number of worker threads of the forward pass.
+func (m *Model) Threads() int { return m.ctx.Pool.Threads() }
+
+// Close stops the workers and unmaps the weights; the model and any
+// slices of its weights must not be used afterwards.
+func (m *Model) Close() error {
+	if m.ctx != nil {
+		m.ctx.Close()
+		m.ctx = nil
+	}
+	return m.closeFiles()
+}
+
+func (m *Model) closeFiles() error {
+	var errs []string
+	for _, c := range m.closers {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	m.closers = nil
+	if len(errs) > 0 {
+		return fmt.Errorf("model close: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// isGGUFPath reports whether path names a GGUF file (by extension).
+func isGGUFPath(path string) bool { return strings.EqualFold(filepath.Ext(path), ".gguf") }

@@ -1,0 +1,204 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/safetensors"
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+)
+
+// rawTensor is a tensor as stored: type, shape in PyTorch order ([rows,
+// cols] for a matrix) and its mmap'd bytes.
+type rawTensor struct {
+	name  string // the name in the file
+	typ   tensor.DType
+	shape []int
+	data  []byte
+}
+
+// weightSource finds tensors by their GGUF name ("blk.3.attn_q.weight");
+// sources in other layouts translate the name. A missing tensor is
+// (nil, nil); an unusable one an error naming file and tensor.
+type weightSource interface {
+	get(name string) (*rawTensor, error)
+	path() string
+}
+
+type ggufSource struct{ f *gguf.File }
+
+func (s ggufSource) path() string { return s.f.Path }
+
+func (s ggufSource) get(name string) (*rawTensor, error) {
+	ti, ok := s.f.Tensor(name)
+	if !ok {
+		return nil, nil
+	}
+	var dt tensor.DType
+	switch ti.Type {
+	case gguf.F32:
+		dt = tensor.F32
+	case gguf.F16:
+		dt = tensor.F16
+	case gguf.BF16:
+		dt = tensor.BF16
+	case gguf.Q8_0:
+		dt = tensor.Q8_0
+	case gguf.Q4_0:
+		dt = tensor.Q4_0
+	default:
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0)",
+			s.f.Path, name, ti.Type)
+	}
+	// ggml lists the contiguous dimension first.
+	shape := make([]int, len(ti.Shape))
+	for i, d := range ti.Shape {
+		shape[len(shape)-1-i] = int(d)
+	}
+	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti)}, nil
+}
+
+type hfSource struct {
+	set *safetensors.Set
+	dir string
+}
+
+func (s hfSource) path() string { return s.dir }
+
+// hfName maps a GGUF tensor name to the Hugging Face one.
+func hfName(name string) string {
+	base, suffix := name, ""
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		base, suffix = name[:i], name[i:]
+	}
+	switch base {
+	case "token_embd":
+		return "model.embed_tokens" + suffix
+	case "output_norm":
+		return "model.norm" + suffix
+	case "output":
+		return "lm_head" + suffix
+	}
+	var layer int
+	var part string
+	if _, err := fmt.Sscanf(base, "blk.%d.%s", &layer, &part); err != nil {
+		return name
+	}
+	hf := map[string]string{
+		"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+		"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+		"attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
+		"ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
+	}[part]
+	if hf == "" {
+		return name
+	}
+	return fmt.Sprintf("model.layers.%d.%s%s", layer, hf, suffix)
+}
+
+func (s hfSource) get(name string) (*rawTensor, error) {
+	hf := hfName(name)
+	info, data, f, ok := s.set.Tensor(hf)
+	if !ok {
+		return nil, nil
+	}
+	var dt tensor.DType
+	switch info.DType {
+	case safetensors.F32:
+		dt = tensor.F32
+	case safetensors.F16:
+		dt = tensor.F16
+	case safetensors.BF16:
+		dt = tensor.BF16
+	default:
+		return nil, fmt.Errorf("%s: tensor %q has dtype %s, which is not supported (F32, F16, BF16)", f.Path, hf, info.DType)
+	}
+	shape := make([]int, len(info.Shape))
+	for i, d := range info.Shape {
+		shape[i] = int(d)
+	}
+	return &rawTensor{name: hf, typ: dt, shape: shape, data: data}, nil
+}
+
+// loader reads tensors from a source, checking shapes.
+type loader struct {
+	src    weightSource
+	counts map[tensor.DType]int64 // matrix bytes per type, for Config.DType
+}
+
+func (l *loader) need(name string) (*rawTensor, error) {
+	t, err := l.src.get(name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%s: missing tensor %q", l.src.path(), nameFor(l.src, name))
+	}
+	return t, nil
+}
+
+func nameFor(src weightSource, name string) string {
+	if _, ok := src.(hfSource); ok {
+		return hfName(name)
+	}
+	return name
+}
+
+// matrix loads a [rows x cols] weight as a view over the file's bytes.
+func (l *loader) matrix(name string, rows, cols int) (*tensor.Matrix, error) {
+	t, err := l.need(name)
+	if err != nil {
+		return nil, err
+	}
+	return l.asMatrix(t, rows, cols)
+}
+
+func (l *loader) asMatrix(t *rawTensor, rows, cols int) (*tensor.Matrix, error) {
+	if len(t.shape) != 2 || t.shape[0] != rows || t.shape[1] != cols {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, rows, cols)
+	}
+	m, err := tensor.NewMatrix(t.typ, rows, cols, t.data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tensor %q: %w", l.src.path(), t.name, err)
+	}
+	l.counts[t.typ] += int64(len(t.data))
+	return m, nil
+}
+
+// vector loads a 1-D tensor of n values as float32 (norm weights and
+// biases are small, so they are decoded once).
+func (l *loader) vector(name string, n int) ([]float32, error) {
+	t, err := l.need(name)
+	if err != nil {
+		return nil, err
+	}
+	return l.asVector(t, n)
+}
+
+func (l *loader) asVector(t *rawTensor, n int) ([]float32, error) {
+	if len(t.shape) != 1 || t.shape[0] != n {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d]", l.src.path(), t.name, t.shape, n)
+	}
+	if t.typ.Quantized() {
+		if n%tensor.QK != 0 {
+			return nil, fmt.Errorf("%s: tensor %q: %s vector of %d values", l.src.path(), t.name, t.typ, n)
+		}
+	}
+	want, err := t.typ.RowBytes(n)
+	if err != nil || want != len(t.data) {
+		return nil, fmt.Errorf("%s: tensor %q: %d bytes for %d %s values", l.src.path(), t.name, len(t.data), n, t.typ)
+	}
+	out := make([]float32, n)
+	tensor.Dequantize(t.typ, t.data, out)
+	return out, nil
+}
+
+// optionalVector loads a vector if present.
+func (l *loader) optionalVector(name string, n int) ([]float32, error) {
+	t, err := l.src.get(name)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return l.asVector(t, n)
+}

@@ -1,0 +1,143 @@
+package rolectl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/logging"
+)
+
+// RunFunc is a role's body. It runs until ctx is cancelled (SIGTERM/SIGINT)
+// and calls ctl.Ready once it serves. Returning nil after ctx is done is a
+// clean stop; returning early (nil or not) is a crash the supervisor restarts.
+type RunFunc func(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *Controller) error
+
+// MainOptions adjust Main; the zero value is what role binaries use.
+type MainOptions struct {
+	Args    []string              // default os.Args[1:]
+	Stdout  io.Writer             // default os.Stdout (--check-config output)
+	Stderr  io.Writer             // default os.Stderr (usage, fatal errors, logs)
+	Resolve config.ResolveOptions // must match what `lightllm launch` uses
+}
+
+// Main is the whole main of a role binary:
+//
+//	func main() { os.Exit(rolectl.Main(config.RoleRouter, router.Run)) }
+//
+// It parses the shared flags (or --config FILE, as the supervisor and the
+// systemd units pass), resolves the configuration the same way `lightllm
+// launch` does, builds the logger, handles SIGTERM/SIGINT (cancel ctx) and
+// SIGUSR1 (dump goroutines), runs the heartbeat, runs the role, and turns
+// the result into an exit code.
+func Main(role string, run RunFunc) int { return MainWith(role, run, MainOptions{}) }
+
+// MainWith is Main with options.
+func MainWith(role string, run RunFunc, o MainOptions) int {
+	if o.Args == nil {
+		o.Args = os.Args[1:]
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	name := "lightllm-" + role
+	fail := func(code int, err error) int {
+		fmt.Fprintf(o.Stderr, "%s: %v\n", name, err)
+		return code
+	}
+
+	// A child forked just as the supervisor died would miss Pdeathsig.
+	if want, err := strconv.Atoi(os.Getenv(EnvSupervisorPid)); err == nil && want != os.Getppid() {
+		return fail(1, fmt.Errorf("supervisor %d is gone", want))
+	}
+
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	flags := config.RegisterFlags(fs)
+	if err := fs.Parse(o.Args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return fail(2, err)
+	}
+	if fs.NArg() > 0 {
+		return fail(2, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	cfg, err := flags.Config()
+	if err != nil {
+		return fail(2, err)
+	}
+	if cfg, err = config.LoadShared(cfg, o.Resolve); err != nil {
+		return fail(1, err)
+	}
+	if flags.CheckOnly() {
+		r := cfg.Redacted()
+		b, _ := json.MarshalIndent(&r, "", "  ")
+		fmt.Fprintf(o.Stdout, "%s\n", b)
+		return 0
+	}
+	log, err := logging.New(logging.Options{Role: role, Instance: cfg.Instance, Level: cfg.LogLevel, Format: cfg.LogFormat, Out: o.Stderr})
+	if err != nil {
+		return fail(2, err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	stopDump := dumpStacksOnSIGUSR1(o.Stderr)
+	defer stopDump()
+
+	ctl := New(role, cfg, log)
+	hbCtx, hbCancel := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); ctl.Heartbeat(hbCtx) }()
+
+	cfg.LogEffective(log, zerolog.DebugLevel)
+	log.Info().Str("config", cfg.ConfigPath()).Msg("starting")
+	err = run(ctx, cfg, log, ctl)
+	hbCancel()
+	<-hbDone
+	ctl.Stopping()
+	switch {
+	case err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)):
+		log.Error().Err(err).Msg("role failed")
+		return 1
+	case ctx.Err() == nil:
+		log.Error().Msg("role returned without being asked to stop")
+		return 1
+	}
+	log.Info().Msg("stopped")
+	return 0
+}
+
+// dumpStacksOnSIGUSR1 writes every goroutine's stack to w on SIGUSR1 (as
+// containerd does), for diagnosing a wedged role without killing it.
+func dumpStacksOnSIGUSR1(w io.Writer) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				_ = pprof.Lookup("goroutine").WriteTo(w, 2)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(ch); close(done) }
+}

@@ -1,0 +1,10 @@
+// Package router is the scheduling core of the router role: the waiting queue,
+// the running set, and the admission policies that decide which waiting
+// requests start next (LightLLM's ChunkedPrefillQueue and its Past-Future rule).
+//
+// The package is pure, in-process logic. It never touches shared memory or
+// sockets: the router role copies infer's published progress (output length,
+// KV length, release) into the Request values and calls Scheduler.Step once per
+// loop; the simulator (pkg/sim) drives the very same Scheduler from a model of
+// step time. See docs/scheduling.md for every formula and the policy comparison.
+package router

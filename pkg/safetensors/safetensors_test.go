@@ -1,0 +1,139 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func f32bytes(v ...float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func sampleTensors() []WriteTensor {
+	return []WriteTensor{
+		{"a.weight", F32, []int64{2, 3}, f32bytes(1, 2, 3, 4, 5, 6)},
+		{"b.weight", F16, []int64{2}, []byte{0, 0x3c, 0, 0xc0}},
+		{"c.weight", BF16, []int64{1, 1}, []byte{0x80, 0x3f}},
+	}
+}
+
+func TestSingleFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "model.safetensors")
+	if err := WriteFile(p, sampleTensors(), map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Names(); !reflect.DeepEqual(got, []string{"a.weight", "b.weight", "c.weight"}) {
+		t.Errorf("names %v", got)
+	}
+	for _, w := range sampleTensors() {
+		info, data, f, ok := s.Tensor(w.Name)
+		if !ok || info.DType != w.DType || !reflect.DeepEqual(info.Shape, w.Shape) || !bytes.Equal(data, w.Data) {
+			t.Errorf("tensor %s: %+v %v", w.Name, info, data)
+		}
+		if f.Metadata["format"] != "pt" {
+			t.Errorf("metadata %v", f.Metadata)
+		}
+	}
+}
+
+func TestShardedRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteSharded(dir, sampleTensors(), 8); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Files) != 2 {
+		t.Errorf("%d shards, want 2", len(s.Files))
+	}
+	for _, w := range sampleTensors() {
+		if _, data, _, ok := s.Tensor(w.Name); !ok || !bytes.Equal(data, w.Data) {
+			t.Errorf("tensor %s missing or wrong", w.Name)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	if err := WriteFile(good, sampleTensors(), nil); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := os.ReadFile(good)
+	hlen := binary.LittleEndian.Uint64(g)
+	header := string(g[8 : 8+hlen])
+	withHeader := func(h string) []byte {
+		b := make([]byte, 8, 8+len(h)+len(g))
+		binary.LittleEndian.PutUint64(b, uint64(len(h)))
+		return append(append(b, h...), g[8+hlen:]...)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"tiny", []byte{1, 2}, "too short"},
+		{"huge header", append([]byte{0xff, 0xff, 0, 0, 0, 0, 0, 0}, g[8:]...), "header length"},
+		{"bad json", withHeader("{not json"), "header JSON"},
+		{"truncated tensor", g[:len(g)-3], `tensor "c.weight"`},
+		{"unknown dtype", withHeader(strings.Replace(header, `"BF16"`, `"Q9"`, 1)), `tensor "c.weight": unknown dtype "Q9"`},
+		{"offset mismatch", withHeader(strings.Replace(header, `"shape":[2,3]`, `"shape":[2,4]`, 1)), `tensor "a.weight"`},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, "x.safetensors")
+		os.WriteFile(p, c.data, 0o644)
+		_, err := Open(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: err %v, want %q and the path", c.name, err, c.want)
+		}
+	}
+	if _, err := OpenDir(filepath.Join(dir, "nope")); err == nil {
+		t.Error("missing dir: no error")
+	}
+	// An index naming a tensor that its shard lacks.
+	sh := t.TempDir()
+	WriteSharded(sh, sampleTensors(), 1<<20)
+	os.WriteFile(filepath.Join(sh, IndexName), []byte(`{"weight_map":{"zzz":"model-00001-of-00001.safetensors"}}`), 0o644)
+	if _, err := OpenDir(sh); err == nil || !strings.Contains(err.Error(), `"zzz"`) {
+		t.Errorf("bad index: %v", err)
+	}
+}
+
+func TestStories260KHF(t *testing.T) {
+	dir := os.Getenv("LIGHTLLM_TEST_MODELS")
+	if dir == "" {
+		dir = "../../../shared/models"
+	}
+	hf := filepath.Join(dir, "stories260K", "hf")
+	if _, err := os.Stat(hf); err != nil {
+		t.Skipf("shared models not found at %s (set LIGHTLLM_TEST_MODELS)", hf)
+	}
+	s, err := OpenDir(hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info, _, _, ok := s.Tensor("model.layers.0.self_attn.k_proj.weight")
+	if !ok || info.DType != F32 || !reflect.DeepEqual(info.Shape, []int64{32, 64}) {
+		t.Errorf("k_proj: %+v", info)
+	}
+}

@@ -1,0 +1,136 @@
+package tensor
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotF32AVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dotF16AVX2(w unsafe.Pointer, x *float32, n int) float32
+
+//go:noescape
+func dotBF16AVX2(w unsafe.Pointer, x *float32, n int) float32
+
+//go:noescape
+func dotQ8AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
+
+//go:noescape
+func dotQ4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
+
+//go:noescape
+func axpyF32AVX2(dst, x *float32, a float32, n int)
+
+//go:noescape
+func axpyF16AVX2(dst *float32, x unsafe.Pointer, a float32, n int)
+
+// hasAVX2 is fixed at start-up from the CPU's features; the kernels below
+// pick the assembly or the portable version from it.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+// KernelName says which kernel family is in use (for logs and benchmarks).
+func KernelName() string {
+	if hasAVX2 {
+		return "avx2+fma"
+	}
+	return "generic"
+}
+
+// DotF32 returns sum a[i]*b[i] over len(a) (b must be at least as long).
+func DotF32(a, b []float32) float32 {
+	if len(a) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = b[len(a)-1]
+		return dotF32AVX2(&a[0], &b[0], len(a))
+	}
+	return dotF32Generic(a, b)
+}
+
+func dotF16(w []byte, x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = w[2*len(x)-1]
+		return dotF16AVX2(unsafe.Pointer(&w[0]), &x[0], len(x))
+	}
+	return dotF16Generic(w, x)
+}
+
+func dotBF16(w []byte, x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = w[2*len(x)-1]
+		return dotBF16AVX2(unsafe.Pointer(&w[0]), &x[0], len(x))
+	}
+	return dotBF16Generic(w, x)
+}
+
+func dotQ8(w []byte, xq []int8, ds []float32) float32 {
+	if len(ds) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = w[len(ds)*q8BlockBytes-1]
+		_ = xq[len(ds)*QK-1]
+		return dotQ8AVX2(unsafe.Pointer(&w[0]), &xq[0], &ds[0], len(ds))
+	}
+	return dotQ8Generic(w, xq, ds)
+}
+
+func dotQ4(w []byte, xq []int8, ds []float32) float32 {
+	if len(ds) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = w[len(ds)*q4BlockBytes-1]
+		_ = xq[len(ds)*QK-1]
+		return dotQ4AVX2(unsafe.Pointer(&w[0]), &xq[0], &ds[0], len(ds))
+	}
+	return dotQ4Generic(w, xq, ds)
+}
+
+// AxpyF32 adds a*x to dst (len(dst) values).
+func AxpyF32(dst []float32, a float32, x []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	if hasAVX2 {
+		_ = x[len(dst)-1]
+		axpyF32AVX2(&dst[0], &x[0], a, len(dst))
+		return
+	}
+	axpyF32Generic(dst, a, x)
+}
+
+// AxpyF16 adds a*x to dst where x holds IEEE half values.
+func AxpyF16(dst []float32, a float32, x []uint16) {
+	if len(dst) == 0 {
+		return
+	}
+	if hasAVX2 {
+		_ = x[len(dst)-1]
+		axpyF16AVX2(&dst[0], unsafe.Pointer(&x[0]), a, len(dst))
+		return
+	}
+	axpyF16Generic(dst, a, x)
+}
+
+// DotF16 returns sum f16(w[i])*x[i] over len(x).
+func DotF16(w []uint16, x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	if hasAVX2 {
+		_ = w[len(x)-1]
+		return dotF16AVX2(unsafe.Pointer(&w[0]), &x[0], len(x))
+	}
+	return dotF16GenericU16(w, x)
+}

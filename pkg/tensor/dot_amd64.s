@@ -1,0 +1,347 @@
+// AVX2 + FMA + F16C dot products. The reductions follow ggml's AVX2 code
+// (ggml_vec_dot_f32, ggml_vec_dot_q8_0_q8_0, ggml_vec_dot_q4_0_q8_0) so
+// results track llama.cpp's closely.
+
+#include "textflag.h"
+
+// Horizontal sum of Y0 into X0[0]: lo128+hi128, then (a0+a2)+(a1+a3) as
+// ggml's hsum_float_8.
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
+	VADDSS       X1, X0, X0
+
+// func dotF32AVX2(a, b *float32, n int) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f32loop32:
+	CMPQ        CX, $32
+	JLT         f32loop8
+	VMOVUPS     (SI), Y4
+	VMOVUPS     32(SI), Y5
+	VMOVUPS     64(SI), Y6
+	VMOVUPS     96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         f32loop32
+
+f32loop8:
+	CMPQ        CX, $8
+	JLT         f32reduce
+	VMOVUPS     (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         f32loop8
+
+f32reduce:
+	// (acc0+acc2) + (acc1+acc3), then lo+hi, then two horizontal adds: the
+	// order of GGML_F32_VEC_REDUCE.
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+
+f32tail:
+	TESTQ       CX, CX
+	JEQ         f32done
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         f32tail
+
+f32done:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(w unsafe.Pointer, x *float32, n int) float32
+// w holds n IEEE half values.
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f16loop32:
+	CMPQ        CX, $32
+	JLT         f16loop8
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         f16loop32
+
+f16loop8:
+	CMPQ        CX, $8
+	JLT         f16reduce
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         f16loop8
+
+f16reduce:
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	HSUM8
+
+f16tail:
+	TESTQ       CX, CX
+	JEQ         f16done
+	MOVWLZX     (SI), AX
+	VMOVD       AX, X1
+	VCVTPH2PS   X1, X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $2, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         f16tail
+
+f16done:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotBF16AVX2(w unsafe.Pointer, x *float32, n int) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+bf16loop16:
+	CMPQ        CX, $16
+	JLT         bf16loop8
+	VPMOVZXWD   (SI), Y4
+	VPMOVZXWD   16(SI), Y5
+	VPSLLD      $16, Y4, Y4
+	VPSLLD      $16, Y5, Y5
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	ADDQ        $32, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         bf16loop16
+
+bf16loop8:
+	CMPQ        CX, $8
+	JLT         bf16reduce
+	VPMOVZXWD   (SI), Y4
+	VPSLLD      $16, Y4, Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         bf16loop8
+
+bf16reduce:
+	VADDPS Y1, Y0, Y0
+	HSUM8
+
+bf16tail:
+	TESTQ       CX, CX
+	JEQ         bf16done
+	MOVWLZX     (SI), AX
+	SHLL        $16, AX
+	VMOVD       AX, X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $2, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         bf16tail
+
+bf16done:
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Per-block integer dot of signed bytes in Y2 (weights) and Y3
+// (activations), scaled by the f16 weight scale at (SI) times the f32
+// activation scale at (DX), accumulated into Y0. Y15 holds int16 ones.
+#define Q8BLOCK \
+	MOVWLZX     (SI), AX       \
+	VMOVD       AX, X1         \
+	VCVTPH2PS   X1, X1         \
+	VMULSS      (DX), X1, X1   \
+	VBROADCASTSS X1, Y1        \
+	VPSIGNB     Y2, Y2, Y4     \
+	VPSIGNB     Y2, Y3, Y5     \
+	VPMADDUBSW  Y5, Y4, Y6     \
+	VPMADDWD    Y15, Y6, Y6    \
+	VCVTDQ2PS   Y6, Y6         \
+	VFMADD231PS Y6, Y1, Y0
+
+// func dotQ8AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
+TEXT ·dotQ8AVX2(SB), NOSPLIT, $0-36
+	MOVQ      w+0(FP), SI
+	MOVQ      xq+8(FP), DI
+	MOVQ      ds+16(FP), DX
+	MOVQ      nb+24(FP), CX
+	VXORPS    Y0, Y0, Y0
+	VPCMPEQW  Y15, Y15, Y15
+	VPSRLW    $15, Y15, Y15
+
+q8loop:
+	TESTQ   CX, CX
+	JEQ     q8done
+	VMOVDQU 2(SI), Y2
+	VMOVDQU (DI), Y3
+	Q8BLOCK
+	ADDQ    $34, SI
+	ADDQ    $32, DI
+	ADDQ    $4, DX
+	DECQ    CX
+	JMP     q8loop
+
+q8done:
+	HSUM8
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// func dotQ4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
+TEXT ·dotQ4AVX2(SB), NOSPLIT, $0-36
+	MOVQ         w+0(FP), SI
+	MOVQ         xq+8(FP), DI
+	MOVQ         ds+16(FP), DX
+	MOVQ         nb+24(FP), CX
+	VXORPS       Y0, Y0, Y0
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+
+q4loop:
+	TESTQ       CX, CX
+	JEQ         q4done
+	// Values 0..15 are the low nibbles of qs, 16..31 the high nibbles
+	// (ggml's bytes_from_nibbles_32), then minus 8.
+	VMOVDQU     2(SI), X2
+	VPSRLW      $4, X2, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPAND       Y14, Y2, Y2
+	VPSUBB      Y13, Y2, Y2
+	VMOVDQU     (DI), Y3
+	Q8BLOCK
+	ADDQ        $18, SI
+	ADDQ        $32, DI
+	ADDQ        $4, DX
+	DECQ        CX
+	JMP         q4loop
+
+q4done:
+	HSUM8
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// func axpyF32AVX2(dst, x *float32, a float32, n int)
+// dst[i] += a * x[i]
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), SI
+	MOVQ         x+8(FP), DI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ         n+24(FP), CX
+
+axf32loop8:
+	CMPQ        CX, $8
+	JLT         axf32tail
+	VMOVUPS     (SI), Y1
+	VFMADD231PS (DI), Y0, Y1
+	VMOVUPS     Y1, (SI)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         axf32loop8
+
+axf32tail:
+	TESTQ       CX, CX
+	JEQ         axf32done
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X0, X1
+	VMOVSS      X1, (SI)
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         axf32tail
+
+axf32done:
+	VZEROUPPER
+	RET
+
+// func axpyF16AVX2(dst *float32, x unsafe.Pointer, a float32, n int)
+// dst[i] += a * f16(x[i])
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), SI
+	MOVQ         x+8(FP), DI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ         n+24(FP), CX
+
+axf16loop8:
+	CMPQ        CX, $8
+	JLT         axf16tail
+	VCVTPH2PS   (DI), Y2
+	VMOVUPS     (SI), Y1
+	VFMADD231PS Y2, Y0, Y1
+	VMOVUPS     Y1, (SI)
+	ADDQ        $32, SI
+	ADDQ        $16, DI
+	SUBQ        $8, CX
+	JMP         axf16loop8
+
+axf16tail:
+	TESTQ       CX, CX
+	JEQ         axf16done
+	MOVWLZX     (DI), AX
+	VMOVD       AX, X2
+	VCVTPH2PS   X2, X2
+	VMOVSS      (SI), X1
+	VFMADD231SS X2, X0, X1
+	VMOVSS      X1, (SI)
+	ADDQ        $4, SI
+	ADDQ        $2, DI
+	DECQ        CX
+	JMP         axf16tail
+
+axf16done:
+	VZEROUPPER
+	RET

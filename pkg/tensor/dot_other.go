@@ -1,0 +1,23 @@
+//go:build !amd64
+
+package tensor
+
+// KernelName says which kernel family is in use (for logs and benchmarks).
+func KernelName() string { return "generic" }
+
+// DotF32 returns sum a[i]*b[i] over len(a) (b must be at least as long).
+func DotF32(a, b []float32) float32 { return dotF32Generic(a, b) }
+
+func dotF16(w []byte, x []float32) float32            { return dotF16Generic(w, x) }
+func dotBF16(w []byte, x []float32) float32           { return dotBF16Generic(w, x) }
+func dotQ8(w []byte, xq []int8, ds []float32) float32 { return dotQ8Generic(w, xq, ds) }
+func dotQ4(w []byte, xq []int8, ds []float32) float32 { return dotQ4Generic(w, xq, ds) }
+
+// AxpyF32 adds a*x to dst (len(dst) values).
+func AxpyF32(dst []float32, a float32, x []float32) { axpyF32Generic(dst, a, x) }
+
+// AxpyF16 adds a*x to dst where x holds IEEE half values.
+func AxpyF16(dst []float32, a float32, x []uint16) { axpyF16Generic(dst, a, x) }
+
+// DotF16 returns sum f16(w[i])*x[i] over len(x).
+func DotF16(w []uint16, x []float32) float32 { return dotF16GenericU16(w, x) }

@@ -1,0 +1,183 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randVec(r *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = (r.Float32()*2 - 1) * scale
+	}
+	return v
+}
+
+func refDot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func close32(got float32, want float64, tol float64) bool {
+	return math.Abs(float64(got)-want) <= tol*(1+math.Abs(want))
+}
+
+// TestDotKernels checks every dot product (assembly when available and the
+// portable version) against a float64 reference on decoded weights.
+func TestDotKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{32, 64, 96, 128, 160, 4096} {
+		w := randVec(r, n, 1)
+		x := randVec(r, n, 2)
+		for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0} {
+			enc, err := Quantize(dt, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := make([]float32, n)
+			Dequantize(dt, enc, dec)
+			var want float64
+			var kernels map[string]float32
+			switch dt {
+			case F32:
+				want = refDot(dec, x)
+				kernels = map[string]float32{"asm": DotF32(dec, x), "generic": dotF32Generic(dec, x)}
+			case F16:
+				want = refDot(dec, x)
+				kernels = map[string]float32{"asm": dotF16(enc, x), "generic": dotF16Generic(enc, x)}
+			case BF16:
+				want = refDot(dec, x)
+				kernels = map[string]float32{"asm": dotBF16(enc, x), "generic": dotBF16Generic(enc, x)}
+			case Q8_0, Q4_0:
+				qs := make([]int8, n)
+				ds := make([]float32, n/QK)
+				QuantizeActQ8(x, qs, ds)
+				xd := make([]float32, n)
+				for i := range xd {
+					xd[i] = float32(qs[i]) * ds[i/QK]
+				}
+				want = refDot(dec, xd)
+				if dt == Q8_0 {
+					kernels = map[string]float32{"asm": dotQ8(enc, qs, ds), "generic": dotQ8Generic(enc, qs, ds)}
+				} else {
+					kernels = map[string]float32{"asm": dotQ4(enc, qs, ds), "generic": dotQ4Generic(enc, qs, ds)}
+				}
+			}
+			for name, got := range kernels {
+				if !close32(got, want, 1e-5) {
+					t.Errorf("%s n=%d %s: got %v want %v", dt, n, name, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestDotF32OddLengths(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 80; n++ {
+		a, b := randVec(r, n, 1), randVec(r, n, 1)
+		if got, want := DotF32(a, b), refDot(a, b); !close32(got, want, 1e-5) {
+			t.Errorf("n=%d: %v want %v", n, got, want)
+		}
+		enc, _ := Quantize(F16, a)
+		dec := make([]float32, n)
+		Dequantize(F16, enc, dec)
+		if got, want := dotF16(enc, b), refDot(dec, b); !close32(got, want, 1e-5) {
+			t.Errorf("f16 n=%d: %v want %v", n, got, want)
+		}
+		enc, _ = Quantize(BF16, a)
+		Dequantize(BF16, enc, dec)
+		if got, want := dotBF16(enc, b), refDot(dec, b); !close32(got, want, 1e-5) {
+			t.Errorf("bf16 n=%d: %v want %v", n, got, want)
+		}
+	}
+}
+
+func TestF16Conversions(t *testing.T) {
+	// Every half value round-trips through f32.
+	for h := 0; h < 1<<16; h++ {
+		f := F16ToF32(uint16(h))
+		if f != f { // NaN
+			continue
+		}
+		if back := F32ToF16(f); back != uint16(h) {
+			t.Fatalf("half %#04x -> %v -> %#04x", h, f, back)
+		}
+	}
+	cases := []struct {
+		f    float32
+		want uint16
+	}{{1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {1e-8, 0}, {5.96e-8, 1},
+		{1.0009765625 + 0.00048828125, 0x3c02}, // tie rounds to even
+		{1.00048828125, 0x3c00}}
+	for _, c := range cases {
+		if got := F32ToF16(c.f); got != c.want {
+			t.Errorf("F32ToF16(%v) = %#04x want %#04x", c.f, got, c.want)
+		}
+	}
+	if BF16ToF32(F32ToBF16(1.5)) != 1.5 || F32ToBF16(1.00390625) != 0x3f80 {
+		t.Errorf("bf16 rounding wrong: %#04x", F32ToBF16(1.00390625))
+	}
+}
+
+func TestQuantizeRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x := randVec(r, 256, 3)
+	for _, c := range []struct {
+		dt  DType
+		tol float64
+	}{{F32, 0}, {F16, 2e-3}, {BF16, 1.6e-2}, {Q8_0, 0.02}, {Q4_0, 0.25}} {
+		enc, err := Quantize(c.dt, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := make([]float32, len(x))
+		Dequantize(c.dt, enc, dec)
+		for i := range x {
+			if math.Abs(float64(dec[i]-x[i])) > c.tol*3 {
+				t.Fatalf("%s: x[%d]=%v decoded %v", c.dt, i, x[i], dec[i])
+			}
+		}
+	}
+	if _, err := Quantize(Q4_0, make([]float32, 33)); err == nil {
+		t.Error("q4_0 of 33 values: no error")
+	}
+}
+
+func TestAxpyAndDotF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 7, 8, 9, 64, 131} {
+		x := randVec(r, n, 1)
+		h := make([]uint16, n)
+		hx := make([]float32, n)
+		for i, v := range x {
+			h[i] = F32ToF16(v)
+			hx[i] = F16ToF32(h[i])
+		}
+		d1, d2 := randVec(r, n, 1), []float32(nil)
+		d2 = append(d2, d1...)
+		want1, want2 := make([]float64, n), make([]float64, n)
+		for i := range d1 {
+			want1[i] = float64(d1[i]) + 0.5*float64(x[i])
+			want2[i] = float64(d2[i]) - 2*float64(hx[i])
+		}
+		AxpyF32(d1, 0.5, x)
+		AxpyF16(d2, -2, h)
+		for i := range d1 {
+			if !close32(d1[i], want1[i], 1e-6) || !close32(d2[i], want2[i], 1e-6) {
+				t.Fatalf("n=%d i=%d: axpy %v/%v f16 %v/%v", n, i, d1[i], want1[i], d2[i], want2[i])
+			}
+		}
+		y := randVec(r, n, 1)
+		if got, want := DotF16(h, y), refDot(hx, y); !close32(got, want, 1e-5) {
+			t.Errorf("DotF16 n=%d: %v want %v", n, got, want)
+		}
+		if got, want := dotF16GenericU16(h, y), refDot(hx, y); !close32(got, want, 1e-5) {
+			t.Errorf("dotF16GenericU16 n=%d: %v want %v", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package tensor
+
+import "fmt"
+
+// Out is one product of a MatMul: Y[t*W.Rows + r] = W[r] · x[t].
+type Out struct {
+	W *Matrix
+	Y []float32
+}
+
+// maxOuts bounds how many matrices one MatMul call fuses (q/k/v, gate/up).
+const maxOuts = 4
+
+// tokenTile is how many activation rows are swept per pass over a weight
+// chunk, so both stay in cache during prefill.
+const tokenTile = 16
+
+// minChunkWork is roughly the multiply-adds per parallel chunk below which
+// handing work to another core costs more than it saves.
+const minChunkWork = 1 << 16
+
+// Ctx runs matrix products on a worker pool and owns the scratch they need
+// (quantized activations). It grows its buffers to the largest request and
+// then allocates nothing. Not safe for concurrent use.
+type Ctx struct {
+	Pool *Pool
+	xq   []int8
+	xd   []float32
+	mm   mmTask
+}
+
+// NewCtx creates a context with its own pool of threads workers
+// (<= 0: GOMAXPROCS).
+func NewCtx(threads int) *Ctx { return &Ctx{Pool: NewPool(threads)} }
+
+// Close stops the pool.
+func (c *Ctx) Close() { c.Pool.Close() }
+
+type mmTask struct {
+	outs  [maxOuts]Out
+	n     int
+	start [maxOuts + 1]int // row offsets of each matrix in the fused row space
+	x     []float32
+	xq    []int8
+	xd    []float32
+	T     int
+	cols  int
+}
+
+// MatMul computes every out.Y = x · out.W^T for T activation rows x
+// (x is [T x cols], each W is [rows x cols], each Y is [T x rows]). All
+// matrices share the input, so it is quantized once and the rows of all
+// of them are split across the pool in one dispatch.
+func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
+	if len(outs) == 0 || len(outs) > maxOuts {
+		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
+	}
+	cols := outs[0].W.Cols
+	quant := false
+	m := &c.mm
+	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
+	rows := 0
+	for i, o := range outs {
+		if o.W.Cols != cols || len(o.Y) < T*o.W.Rows {
+			return fmt.Errorf("matmul: output %d: %dx%d matrix, input width %d, %d outputs for %d tokens",
+				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
+		}
+		quant = quant || o.W.Type.Quantized()
+		m.outs[i] = o
+		m.start[i] = rows
+		rows += o.W.Rows
+	}
+	m.start[len(outs)] = rows
+	if quant {
+		if cols%QK != 0 {
+			return fmt.Errorf("matmul: width %d of a quantized matrix is not a multiple of %d", cols, QK)
+		}
+		if len(c.xq) < T*cols {
+			c.xq = make([]int8, T*cols)
+			c.xd = make([]float32, T*cols/QK)
+		}
+		for t := 0; t < T; t++ {
+			QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*cols/QK:(t+1)*cols/QK])
+		}
+		m.xq, m.xd = c.xq[:T*cols], c.xd[:T*cols/QK]
+	}
+	grain := max(1, minChunkWork/(cols*T))
+	c.Pool.Run(m, rows, grain)
+	for i := range m.outs[:m.n] {
+		m.outs[i] = Out{}
+	}
+	m.x, m.xq, m.xd = nil, nil, nil
+	return nil
+}
+
+func (m *mmTask) Run(_, lo, hi int) {
+	for i := 0; i < m.n; i++ {
+		a, b := max(lo, m.start[i]), min(hi, m.start[i+1])
+		if a >= b {
+			continue
+		}
+		m.rows(&m.outs[i], a-m.start[i], b-m.start[i])
+	}
+}
+
+// rows computes rows [r0, r1) of one output for all tokens.
+func (m *mmTask) rows(o *Out, r0, r1 int) {
+	w, cols, nOut := o.W, m.cols, o.W.Rows
+	rb := w.rowBytes
+	nb := cols / QK
+	for t0 := 0; t0 < m.T; t0 += tokenTile {
+		t1 := min(m.T, t0+tokenTile)
+		for r := r0; r < r1; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			switch w.Type {
+			case F32:
+				wf := bytesAsF32(row)
+				for t := t0; t < t1; t++ {
+					o.Y[t*nOut+r] = DotF32(wf, m.x[t*cols:(t+1)*cols])
+				}
+			case F16:
+				for t := t0; t < t1; t++ {
+					o.Y[t*nOut+r] = dotF16(row, m.x[t*cols:(t+1)*cols])
+				}
+			case BF16:
+				for t := t0; t < t1; t++ {
+					o.Y[t*nOut+r] = dotBF16(row, m.x[t*cols:(t+1)*cols])
+				}
+			case Q8_0:
+				for t := t0; t < t1; t++ {
+					o.Y[t*nOut+r] = dotQ8(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
+				}
+			case Q4_0:
+				for t := t0; t < t1; t++ {
+					o.Y[t*nOut+r] = dotQ4(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
+				}
+			}
+		}
+	}
+}
+
+// Dot computes W[r] · x for one row, dequantizing nothing; for quantized
+// W, x is quantized to q8_0 first using scratch from the context.
+func (c *Ctx) Dot(w *Matrix, r int, x []float32) float32 {
+	row := w.Row(r)
+	switch w.Type {
+	case F32:
+		return DotF32(bytesAsF32(row), x)
+	case F16:
+		return dotF16(row, x)
+	case BF16:
+		return dotBF16(row, x)
+	}
+	if len(c.xq) < w.Cols {
+		c.xq = make([]int8, w.Cols)
+		c.xd = make([]float32, w.Cols/QK)
+	}
+	QuantizeActQ8(x, c.xq, c.xd)
+	if w.Type == Q8_0 {
+		return dotQ8(row, c.xq[:w.Cols], c.xd[:w.Cols/QK])
+	}
+	return dotQ4(row, c.xq[:w.Cols], c.xd[:w.Cols/QK])
+}

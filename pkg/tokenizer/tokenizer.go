@@ -1,0 +1,163 @@
+// Package tokenizer is a pure-Go implementation of the tokenizers LLMs ship
+// with: Hugging Face tokenizer.json (byte-level BPE as in Llama-3 and Qwen,
+// SentencePiece-style BPE with byte fallback as in Llama-2 and Mistral) and
+// the vocabularies embedded in GGUF files (llama.cpp's "llama" SentencePiece
+// and "gpt2" BPE). It encodes as the reference implementations do, token for
+// token, decodes, and decodes incrementally for streaming.
+//
+// A Tokenizer is immutable after loading and safe for concurrent use.
+package tokenizer
+
+import (
+	"strings"
+	"sync"
+)
+
+// Tokenizer encodes text to token ids and back.
+type Tokenizer struct {
+	vocab   []string // id → token as the vocabulary writes it (byte-level / ▁ form, or added content)
+	known   []bool   // id is assigned
+	special []bool   // id is a special token (skipped by skipSpecial)
+	byID    map[string]int32
+
+	added     *addedMatcher // matched in the raw text
+	addedNorm *addedMatcher // matched in normalized text
+	norm      normalizer    // nil: none
+	pre       preTokenizer  // nil: the whole segment is one word
+	bpe       *bpeModel     // exactly one of bpe and spm is set
+	spm       *spmModel
+	dec       decoderStep // nil: tokens joined by spaces (HF default)
+	bl        *byteLevelMap
+
+	prefixIDs, suffixIDs []int32 // what addSpecial adds around the text
+	bos, eos, unk, pad   int32
+	chatTemplate         string
+
+	scratch sync.Pool // *encodeScratch
+}
+
+type encodeScratch struct {
+	segs  []segment
+	segs2 []segment
+	words []string
+	bpe   bpeScratch
+}
+
+func (t *Tokenizer) getScratch() *encodeScratch {
+	if sc, ok := t.scratch.Get().(*encodeScratch); ok {
+		return sc
+	}
+	return &encodeScratch{}
+}
+
+// Encode tokenizes text. Added and special tokens written in the text are
+// recognised (as HF does by default). addSpecial adds what the tokenizer's
+// configuration puts around a sequence (typically BOS), like HF's
+// add_special_tokens.
+func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
+	out := make([]int32, 0, len(text)/3+4)
+	if addSpecial {
+		out = append(out, t.prefixIDs...)
+	}
+	sc := t.getScratch()
+	sc.segs = t.added.split(sc.segs[:0], text)
+	for i, sg := range sc.segs {
+		if sg.id >= 0 {
+			out = append(out, sg.id)
+			continue
+		}
+		s := sg.text
+		if t.norm != nil {
+			s = t.norm.normalize(s)
+		}
+		sc.segs2 = t.addedNorm.split(sc.segs2[:0], s)
+		for j, sub := range sc.segs2 {
+			if sub.id >= 0 {
+				out = append(out, sub.id)
+				continue
+			}
+			out = t.encodeSegment(out, sub.text, i == 0 && j == 0, sc)
+		}
+	}
+	t.scratch.Put(sc)
+	if addSpecial {
+		out = append(out, t.suffixIDs...)
+	}
+	return out
+}
+
+// encodeSegment pre-tokenizes one normalized segment and runs the model on
+// each word.
+func (t *Tokenizer) encodeSegment(out []int32, s string, first bool, sc *encodeScratch) []int32 {
+	if s == "" {
+		return out
+	}
+	if t.spm != nil {
+		return t.spm.encode(out, s)
+	}
+	if t.pre == nil {
+		return t.bpe.encode(out, s, &sc.bpe)
+	}
+	sc.words = t.pre.split(sc.words[:0], s, first)
+	for _, w := range sc.words {
+		out = t.bpe.encode(out, w, &sc.bpe)
+	}
+	return out
+}
+
+// VocabSize is the number of ids (highest id + 1), added tokens included.
+func (t *Tokenizer) VocabSize() int { return len(t.vocab) }
+
+// BOS is the beginning-of-sequence id, -1 when the tokenizer has none.
+func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// EOS is the end-of-sequence id, -1 when the tokenizer has none.
+func (t *Tokenizer) EOS() int32 { return t.eos }
+
+// UNK is the unknown-token id, -1 when none.
+func (t *Tokenizer) UNK() int32 { return t.unk }
+
+// PAD is the padding id, -1 when none.
+func (t *Tokenizer) PAD() int32 { return t.pad }
+
+// IsSpecial reports whether id is a special token (control tokens, BOS/EOS…).
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return id >= 0 && int(id) < len(t.special) && t.special[id]
+}
+
+// ChatTemplate is the Jinja chat template shipped with the tokenizer, "" when none.
+func (t *Tokenizer) ChatTemplate() string { return t.chatTemplate }
+
+// TokenID looks up the id of a token by its vocabulary text (or added
+// token content); ok is false when absent.
+func (t *Tokenizer) TokenID(token string) (int32, bool) {
+	id, ok := t.byID[token]
+	return id, ok
+}
+
+// Token is the vocabulary text of id ("" when unknown).
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.vocab) {
+		return ""
+	}
+	return t.vocab[id]
+}
+
+// TokenBytes is the raw bytes id stands for: byte-level characters and
+// <0xXX> byte tokens resolved, ▁ turned back into a space. nil for unknown ids.
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	if id < 0 || int(id) >= len(t.vocab) || !t.known[id] {
+		return nil
+	}
+	s := t.vocab[id]
+	if t.bl != nil {
+		if b, ok := t.bl.decode(s); ok {
+			return b
+		}
+		return []byte(s)
+	}
+	if b, ok := parseByteToken(s); ok {
+		return []byte{b}
+	}
+	return []byte(strings.ReplaceAll(s, "▁", " "))
+}

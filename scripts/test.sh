@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command; .ci/run calls it).
+# Builds everything, vets, runs the whole suite, the concurrent packages under
+# -race, the systemd unit check, and short fuzzing budgets. Exits non-zero on
+# any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+step() { printf '\n==> %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt'd:"; echo "$unformatted"; exit 1; fi
+
+step "go build ./..."
+go build ./...
+CGO_ENABLED=0 go build ./...
+
+step "go vet ./..."
+go vet ./...
+
+step "go test ./..."
+go test -count=1 -timeout 20m ./...
+
+step "go test -race (concurrent packages)"
+race_pkgs=$(go list ./shm/... ./pkg/ipc/... ./pkg/supervisor/... ./pkg/router/... ./pkg/kvcache/... ./pkg/engine/... ./pkg/hub/... 2>/dev/null || true)
+if [ -n "$race_pkgs" ]; then go test -race -short -count=1 -timeout 15m $race_pkgs; fi
+
+if [ -x scripts/fuzz-short.sh ]; then step "fuzz (short budgets)"; scripts/fuzz-short.sh; fi
+if [ -x scripts/systemd/verify.sh ]; then step "systemd units"; scripts/systemd/verify.sh; fi
+
+step "all tests passed"

@@ -1,0 +1,322 @@
+package shm
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// The one shared-memory layout of an instance: a single file
+// /dev/shm/lightllm-<instance>/state holding, in order, the header, the
+// request slot table, the per-slot token arrays, the per-slot text queues and
+// the router→infer command ring. docs/FORMAT.md draws it; docs/locking.md
+// says who writes each field. Every field that more than one process touches
+// is an atomic type, so the compiler refuses plain loads and stores; bulk data
+// (token ids, text bytes) is plain memory published by an atomic store.
+//
+// Any change to the structs below must bump LayoutVersion, update the tables
+// in these comments and layoutTable in layout_test.go.
+const (
+	// Magic is "LLMGOSHM" read as a little-endian uint64. Create stores it
+	// last, so a file whose magic is 0 is still being initialised.
+	Magic uint64 = 0x4D48534F474D4C4C
+	// LayoutVersion changes whenever any offset, size or meaning changes.
+	LayoutVersion uint32 = 1
+
+	HeaderSize     = 1024 // bytes, sizeof(Header)
+	SlotSize       = 512  // bytes, sizeof(Req)
+	RoleStateSize  = 32   // bytes, sizeof(RoleState)
+	LoadSize       = 64   // bytes, sizeof(Load)
+	RingHeaderSize = 64   // bytes, sizeof(RingHeader)
+	RingEntrySize  = 24   // bytes, sizeof(RingEntry)
+	TextRecordSize = 12   // bytes of a text-queue record header (len, src index, flags)
+
+	// MaxRoles is the number of RoleState entries in the header.
+	MaxRoles = 8
+	// MaxStopTokenIDs bounds the stop token ids a request carries in shm
+	// (the same bound as pkg/sampler's).
+	MaxStopTokenIDs = 64
+
+	// sectionAlign keeps every section on its own cache line.
+	sectionAlign = 64
+	// fileAlign rounds the file to whole pages.
+	fileAlign = 4096
+)
+
+// Limits on the sizes a header may declare. They keep offset arithmetic far
+// from overflow and make a corrupt header an error instead of a huge mmap.
+const (
+	MaxSlots          = 1 << 16
+	MaxReqTotalLenCap = 1 << 22
+	MinTextQueueBytes = 64
+	MaxTextQueueBytes = 1 << 20
+	MinRingEntries    = 4
+	MaxRingEntries    = 1 << 20
+	MaxFileSize       = 1 << 36 // 64 GiB
+)
+
+// Header is the first HeaderSize bytes of the file.
+//
+//	offset size field             writer            readers
+//	0      8    Magic             launcher (Create)  all (Attach), stored last
+//	8      4    Version           launcher           all
+//	12     4    HeaderSize        launcher           all
+//	16     8    FileSize          launcher           all
+//	24     4    Slots             launcher           all (running_max_req_size)
+//	28     4    MaxReqTotalLen    launcher           all (tokens per slot)
+//	32     4    TextQueueBytes    launcher           all (bytes per slot text queue)
+//	36     4    RingEntries       launcher           all
+//	40     4    SlotSize          launcher           all
+//	44     4    RingEntrySize     launcher           all
+//	48     8    SlotsOff          launcher           all
+//	56     8    TokensOff         launcher           all
+//	64     8    TextOff           launcher           all
+//	72     8    RingOff           launcher           all
+//	80     8    CreatedUnixNano   launcher           supervisor, status
+//	88     4    CreatorPid        launcher           supervisor, status
+//	92     4    (reserved)
+//	96     64   Load              see Load           see Load
+//	160    256  Roles[8]          see RoleState      see RoleState
+//	416    608  (reserved, zero)
+type Header struct {
+	Magic           atomic.Uint64
+	Version         atomic.Uint32
+	HeaderSize      atomic.Uint32
+	FileSize        atomic.Uint64
+	Slots           atomic.Uint32
+	MaxReqTotalLen  atomic.Uint32
+	TextQueueBytes  atomic.Uint32
+	RingEntries     atomic.Uint32
+	SlotSize        atomic.Uint32
+	RingEntrySize   atomic.Uint32
+	SlotsOff        atomic.Uint64
+	TokensOff       atomic.Uint64
+	TextOff         atomic.Uint64
+	RingOff         atomic.Uint64
+	CreatedUnixNano atomic.Int64
+	CreatorPid      atomic.Uint32
+	_               uint32
+	Load            Load
+	Roles           [MaxRoles]RoleState
+	_               [608]byte
+}
+
+// Load holds the counters that the router, /token_load and /health read.
+//
+//	offset size field                writer     readers
+//	0      8    MaxTotalTokenNum     infer      router, apiserver (KV capacity after sizing)
+//	8      8    FreeKVTokens         infer      router, apiserver, metric
+//	16     8    EvictableKVTokens    infer      router (radix-cached, unreferenced)
+//	24     8    EstimatedPeak        router     apiserver (/token_load)
+//	32     8    Running              router     apiserver, health
+//	40     8    Waiting              router     apiserver, health
+//	48     8    LastProgressUnixNano infer      health, supervisor (wedge detection)
+//	56     8    NextRequestID        apiserver  apiserver (Add; survives its restart)
+type Load struct {
+	MaxTotalTokenNum     atomic.Int64
+	FreeKVTokens         atomic.Int64
+	EvictableKVTokens    atomic.Int64
+	EstimatedPeak        atomic.Int64
+	Running              atomic.Int64
+	Waiting              atomic.Int64
+	LastProgressUnixNano atomic.Int64
+	NextRequestID        atomic.Uint64
+}
+
+// RoleState is one role's liveness record, indexed by Role.
+//
+//	offset size field             writer        readers
+//	0      4    Epoch             the role      all (bumped once per process start, stored last)
+//	4      4    Pid               the role      supervisor, apiserver
+//	8      8    HeartbeatUnixNano the role      supervisor, health
+//	16     8    StartedUnixNano   the role      status
+//	24     4    BellSeq           anyone        the role (futex word: Ring adds 1)
+//	28     4    BellWaiters       the role      ringers (skip FUTEX_WAKE when 0)
+type RoleState struct {
+	Epoch             atomic.Uint32
+	Pid               atomic.Uint32
+	HeartbeatUnixNano atomic.Int64
+	StartedUnixNano   atomic.Int64
+	BellSeq           atomic.Uint32
+	BellWaiters       atomic.Uint32
+}
+
+// Req is one request slot (LightLLM's shm Req), SlotSize bytes: control
+// words first, the stop-id array last.
+//
+//	offset size field                 writer                         readers
+//	0      8    StateGen              owner of each transition (CAS) all: state (low 8 bits) | generation (high 32)
+//	8      8    RequestID             apiserver                      all
+//	16     8    GroupID               apiserver                      all
+//	24     8    ArrivalUnixNano       apiserver                      router, metric
+//	32     8    Seed (-1: random)     apiserver                      infer
+//	40     4    OwnerPid              apiserver                      apiserver (recovery), status
+//	44     4    OwnerEpoch            apiserver                      apiserver (recovery)
+//	48     4    PromptLen             apiserver                      all
+//	52     4    MaxNewTokens          apiserver                      router, infer
+//	56     4    MinNewTokens          apiserver                      infer
+//	60     4    TopK (-1: all)        apiserver                      infer
+//	64     4    Temperature (f32)     apiserver                      infer
+//	68     4    TopP (f32)            apiserver                      infer
+//	72     4    RepetitionPenalty     apiserver                      infer
+//	76     4    PresencePenalty       apiserver                      infer
+//	80     4    FrequencyPenalty      apiserver                      infer
+//	84     4    Flags (Flag*)         apiserver                      infer, router, detokenizer
+//	88     4    NumStopTokenIDs       apiserver                      infer
+//	92     4    Abort                 apiserver                      router, infer, detokenizer
+//	96     4    OutputLen             infer                          router
+//	100    4    KVLen                 infer                          router
+//	104    4    CandetokenOutLen      infer (stored last)            detokenizer, router
+//	108    4    FinishStatus          infer; router if never run     all
+//	112    4    FinishTokenIndex      infer; router if never run     detokenizer, apiserver
+//	116    4    InferReleased         infer; router if never run     router, apiserver
+//	120    4    InferEpoch            infer                          router (re-queue after infer restart)
+//	124    4    PromptCacheLen        infer                          apiserver, metric
+//	128    4    StopMatched           detokenizer                    router, apiserver
+//	132    4    StopMatchedIndex      detokenizer                    apiserver
+//	136    4    PrefixOffset          detokenizer                    detokenizer (resume)
+//	140    4    ReadOffset            detokenizer                    detokenizer (resume)
+//	144    4    EmittedOutLen         detokenizer                    detokenizer (resume), apiserver
+//	148    4    DetokDone             detokenizer                    apiserver (LightLLM can_released_mark)
+//	152    8    TextHead              apiserver (consumer)           detokenizer
+//	160    8    TextTail              detokenizer (producer)         apiserver
+//	168    4    RouterMarks           router                         router (resume: commands already sent)
+//	172    4    IsPaused              infer                          router
+//	176    80   (reserved, zero)
+//	256    256  StopTokenIDs[64]      apiserver                      infer
+type Req struct {
+	StateGen          atomic.Uint64
+	RequestID         atomic.Uint64
+	GroupID           atomic.Uint64
+	ArrivalUnixNano   atomic.Int64
+	Seed              atomic.Int64
+	OwnerPid          atomic.Uint32
+	OwnerEpoch        atomic.Uint32
+	PromptLen         atomic.Uint32
+	MaxNewTokens      atomic.Uint32
+	MinNewTokens      atomic.Uint32
+	TopK              atomic.Int32
+	Temperature       atomic.Uint32
+	TopP              atomic.Uint32
+	RepetitionPenalty atomic.Uint32
+	PresencePenalty   atomic.Uint32
+	FrequencyPenalty  atomic.Uint32
+	Flags             atomic.Uint32
+	NumStopTokenIDs   atomic.Uint32
+	Abort             atomic.Uint32
+	OutputLen         atomic.Uint32
+	KVLen             atomic.Uint32
+	CandetokenOutLen  atomic.Uint32
+	FinishStatus      atomic.Uint32
+	FinishTokenIndex  atomic.Uint32
+	InferReleased     atomic.Uint32
+	InferEpoch        atomic.Uint32
+	PromptCacheLen    atomic.Uint32
+	StopMatched       atomic.Uint32
+	StopMatchedIndex  atomic.Uint32
+	PrefixOffset      atomic.Uint32
+	ReadOffset        atomic.Uint32
+	EmittedOutLen     atomic.Uint32
+	DetokDone         atomic.Uint32
+	TextHead          atomic.Uint64
+	TextTail          atomic.Uint64
+	RouterMarks       atomic.Uint32
+	IsPaused          atomic.Uint32
+	_                 [80]byte
+	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
+}
+
+// RingHeader precedes the command ring entries.
+//
+//	offset size field        writer           readers
+//	0      8    Head         infer (consumer) router (free space)
+//	8      8    Tail         router (producer) infer (a hint; each entry's Seq is the truth)
+//	16     4    DataSeq      router           infer (futex word: rung after publishing)
+//	20     4    DataWaiters  infer            router
+//	24     4    SpaceSeq     infer            router (futex word: rung after consuming)
+//	28     4    SpaceWaiters router           infer
+//	32     32   (reserved, zero)
+type RingHeader struct {
+	Head         atomic.Uint64
+	Tail         atomic.Uint64
+	DataSeq      atomic.Uint32
+	DataWaiters  atomic.Uint32
+	SpaceSeq     atomic.Uint32
+	SpaceWaiters atomic.Uint32
+	_            [32]byte
+}
+
+// RingEntry is one command. The producer fills Op..Arg, then stores Seq =
+// position+1; the consumer at position p accepts the entry only when Seq==p+1.
+//
+//	offset size field writer readers
+//	0      8    Seq   router infer (stored last)
+//	8      4    Op    router infer
+//	12     4    Slot  router infer
+//	16     4    Gen   router infer (slot generation the command is for)
+//	20     4    Arg   router infer (Op-specific, e.g. stop-matched token index)
+type RingEntry struct {
+	Seq  atomic.Uint64
+	Op   atomic.Uint32
+	Slot atomic.Uint32
+	Gen  atomic.Uint32
+	Arg  atomic.Uint32
+}
+
+// Sizes are the dimensions of a region, fixed at creation.
+type Sizes struct {
+	Slots          uint32 // running_max_req_size
+	MaxReqTotalLen uint32 // tokens per slot (prompt + output)
+	TextQueueBytes uint32 // bytes per slot text queue; a multiple of 64
+	RingEntries    uint32 // command ring capacity; 0 means 4*Slots (at least 64)
+}
+
+// withDefaults fills the derived ring size.
+func (s Sizes) withDefaults() Sizes {
+	if s.RingEntries == 0 {
+		s.RingEntries = max(64, 4*s.Slots)
+		s.RingEntries = min(s.RingEntries, MaxRingEntries)
+	}
+	if s.TextQueueBytes == 0 {
+		s.TextQueueBytes = 4096
+	}
+	return s
+}
+
+// Validate reports the first size that is out of range.
+func (s Sizes) Validate() error {
+	switch {
+	case s.Slots == 0 || s.Slots > MaxSlots:
+		return fmt.Errorf("slots %d out of range [1, %d]", s.Slots, MaxSlots)
+	case s.MaxReqTotalLen == 0 || s.MaxReqTotalLen > MaxReqTotalLenCap:
+		return fmt.Errorf("max_req_total_len %d out of range [1, %d]", s.MaxReqTotalLen, MaxReqTotalLenCap)
+	case s.TextQueueBytes < MinTextQueueBytes || s.TextQueueBytes > MaxTextQueueBytes || s.TextQueueBytes%sectionAlign != 0:
+		return fmt.Errorf("text queue bytes %d: want a multiple of %d in [%d, %d]",
+			s.TextQueueBytes, sectionAlign, MinTextQueueBytes, MaxTextQueueBytes)
+	case s.RingEntries < MinRingEntries || s.RingEntries > MaxRingEntries:
+		return fmt.Errorf("ring entries %d out of range [%d, %d]", s.RingEntries, MinRingEntries, MaxRingEntries)
+	}
+	return nil
+}
+
+// layout is where each section starts; computed from Sizes alone so that
+// attach can recompute it and compare with what the header claims.
+type layout struct {
+	SlotsOff, TokensOff, TextOff, RingOff, FileSize uint64
+}
+
+func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
+
+// computeLayout assumes s.Validate() passed; the limits keep every product
+// below 2^40, far from uint64 overflow.
+func computeLayout(s Sizes) (layout, error) {
+	var l layout
+	l.SlotsOff = HeaderSize
+	l.TokensOff = alignUp(l.SlotsOff+uint64(s.Slots)*SlotSize, sectionAlign)
+	l.TextOff = alignUp(l.TokensOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
+	l.RingOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
+	l.FileSize = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, fileAlign)
+	if l.FileSize > MaxFileSize {
+		return l, fmt.Errorf("layout needs %d bytes, more than the %d limit", l.FileSize, uint64(MaxFileSize))
+	}
+	return l, nil
+}

@@ -1,0 +1,325 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultBaseDir is where instance directories live.
+const DefaultBaseDir = "/dev/shm"
+
+// StateFile is the name of the region file inside the instance directory.
+const StateFile = "state"
+
+var instanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// InstanceDir returns base/lightllm-<instance>, checking the instance name so
+// that it cannot escape base.
+func InstanceDir(base, instance string) (string, error) {
+	if !instanceRE.MatchString(instance) {
+		return "", fmt.Errorf("shm: bad instance name %q: want 1-64 of [A-Za-z0-9._-], not starting with . _ -", instance)
+	}
+	if base == "" {
+		base = DefaultBaseDir
+	}
+	return filepath.Join(base, "lightllm-"+instance), nil
+}
+
+// Region is one mapped instance file. Its methods are safe for concurrent
+// use by goroutines; cross-process rules are in docs/locking.md. Nothing
+// returned by a Region may be used after Close or Destroy.
+type Region struct {
+	path  string
+	dir   string
+	mem   []byte
+	sizes Sizes
+
+	hdr   *Header
+	reqs  []Req
+	slots []Slot
+	ring  *Ring
+
+	// allocHint spreads concurrent Alloc calls over the table (process-local).
+	allocHint atomic.Uint32
+	closed    atomic.Bool
+}
+
+// CreateOptions configure Create.
+type CreateOptions struct {
+	BaseDir  string // default DefaultBaseDir
+	Instance string
+	Sizes    Sizes
+	// Replace removes an existing region of the same instance (a stale one
+	// left by a crashed launcher) instead of failing with ErrExists.
+	Replace bool
+	// NoReserve skips fallocate. By default the whole file is reserved up
+	// front so that a full /dev/shm fails here with ErrNoSpace rather than
+	// with SIGBUS in whichever role first touches an unbacked page.
+	NoReserve bool
+}
+
+// Create makes and maps a new region; it is the launcher's job. The file is
+// built under a temporary name and renamed into place once its header is
+// complete, so Attach never sees a half-initialised file.
+func Create(opts CreateOptions) (*Region, error) {
+	sizes := opts.Sizes.withDefaults()
+	if err := sizes.Validate(); err != nil {
+		return nil, fmt.Errorf("shm create: %w", err)
+	}
+	lay, err := computeLayout(sizes)
+	if err != nil {
+		return nil, fmt.Errorf("shm create: %w", err)
+	}
+	dir, err := InstanceDir(opts.BaseDir, opts.Instance)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, StateFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("shm create %s: %w", dir, err)
+	}
+	if _, err := os.Lstat(path); err == nil && !opts.Replace {
+		return nil, fmt.Errorf("shm create %s: %w", path, ErrExists)
+	}
+	tmp := fmt.Sprintf("%s.tmp.%d", path, os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("shm create %s: %w", tmp, err)
+	}
+	defer f.Close()
+	fail := func(err error) (*Region, error) {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := f.Truncate(int64(lay.FileSize)); err != nil {
+		return fail(fmt.Errorf("shm create %s: size %d: %w", tmp, lay.FileSize, err))
+	}
+	if !opts.NoReserve {
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(lay.FileSize)); err != nil {
+			if errors.Is(err, unix.ENOSPC) {
+				return fail(fmt.Errorf("shm create %s: need %d bytes: %w", tmp, lay.FileSize, ErrNoSpace))
+			}
+			if !errors.Is(err, unix.EOPNOTSUPP) {
+				return fail(fmt.Errorf("shm create %s: reserve %d bytes: %w", tmp, lay.FileSize, err))
+			}
+		}
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(lay.FileSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fail(fmt.Errorf("shm create %s: mmap: %w", tmp, err))
+	}
+	h := (*Header)(unsafe.Pointer(&mem[0]))
+	h.Version.Store(LayoutVersion)
+	h.HeaderSize.Store(HeaderSize)
+	h.FileSize.Store(lay.FileSize)
+	h.Slots.Store(sizes.Slots)
+	h.MaxReqTotalLen.Store(sizes.MaxReqTotalLen)
+	h.TextQueueBytes.Store(sizes.TextQueueBytes)
+	h.RingEntries.Store(sizes.RingEntries)
+	h.SlotSize.Store(SlotSize)
+	h.RingEntrySize.Store(RingEntrySize)
+	h.SlotsOff.Store(lay.SlotsOff)
+	h.TokensOff.Store(lay.TokensOff)
+	h.TextOff.Store(lay.TextOff)
+	h.RingOff.Store(lay.RingOff)
+	h.CreatedUnixNano.Store(time.Now().UnixNano())
+	h.CreatorPid.Store(uint32(os.Getpid()))
+	h.Magic.Store(Magic) // publish: the header is complete
+	if err := os.Rename(tmp, path); err != nil {
+		unix.Munmap(mem)
+		return fail(fmt.Errorf("shm create %s: %w", path, err))
+	}
+	return newRegion(path, dir, mem, sizes, lay), nil
+}
+
+// Attach maps the region of an existing instance; every role but the
+// launcher calls it. A missing, truncated, foreign or mismatched file is an
+// error wrapping one of ErrNotFound, ErrTruncated, ErrBadMagic, ErrNotReady,
+// ErrVersion, ErrLayout or ErrSize.
+func Attach(baseDir, instance string) (*Region, error) {
+	dir, err := InstanceDir(baseDir, instance)
+	if err != nil {
+		return nil, err
+	}
+	return AttachFile(filepath.Join(dir, StateFile))
+}
+
+// AttachFile maps the region file at path (see Attach).
+func AttachFile(path string) (*Region, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("shm attach %s: %w", path, ErrNotFound)
+		}
+		return nil, fmt.Errorf("shm attach %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("shm attach %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("shm attach %s: not a regular file: %w", path, ErrBadMagic)
+	}
+	size := st.Size()
+	if size < HeaderSize {
+		return nil, fmt.Errorf("shm attach %s: %d bytes: %w", path, size, ErrTruncated)
+	}
+	if size > MaxFileSize {
+		return nil, fmt.Errorf("shm attach %s: %d bytes, over the %d limit: %w", path, size, int64(MaxFileSize), ErrSize)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm attach %s: mmap: %w", path, err)
+	}
+	sizes, lay, err := checkHeader((*Header)(unsafe.Pointer(&mem[0])), uint64(size))
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("shm attach %s: %w", path, err)
+	}
+	return newRegion(path, filepath.Dir(path), mem, sizes, lay), nil
+}
+
+// checkHeader validates everything Attach relies on before it touches any
+// byte past the header, so a bad file can never make it fault or index out
+// of range.
+func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
+	switch m := h.Magic.Load(); {
+	case m == 0:
+		return Sizes{}, layout{}, ErrNotReady
+	case m != Magic:
+		return Sizes{}, layout{}, fmt.Errorf("magic %#x, want %#x: %w", m, Magic, ErrBadMagic)
+	}
+	if v := h.Version.Load(); v != LayoutVersion {
+		return Sizes{}, layout{}, fmt.Errorf("file has layout version %d, this binary uses %d (restart the instance with matching binaries): %w",
+			v, LayoutVersion, ErrVersion)
+	}
+	if hs, ss, rs := h.HeaderSize.Load(), h.SlotSize.Load(), h.RingEntrySize.Load(); hs != HeaderSize || ss != SlotSize || rs != RingEntrySize {
+		return Sizes{}, layout{}, fmt.Errorf("header/slot/entry sizes %d/%d/%d, want %d/%d/%d: %w",
+			hs, ss, rs, HeaderSize, SlotSize, RingEntrySize, ErrLayout)
+	}
+	s := Sizes{
+		Slots:          h.Slots.Load(),
+		MaxReqTotalLen: h.MaxReqTotalLen.Load(),
+		TextQueueBytes: h.TextQueueBytes.Load(),
+		RingEntries:    h.RingEntries.Load(),
+	}
+	if err := s.Validate(); err != nil {
+		return s, layout{}, fmt.Errorf("%v: %w", err, ErrLayout)
+	}
+	lay, err := computeLayout(s)
+	if err != nil {
+		return s, lay, fmt.Errorf("%v: %w", err, ErrLayout)
+	}
+	if h.SlotsOff.Load() != lay.SlotsOff || h.TokensOff.Load() != lay.TokensOff ||
+		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff {
+		return s, lay, fmt.Errorf("section offsets disagree with the sizes: %w", ErrLayout)
+	}
+	if fs := h.FileSize.Load(); fs != lay.FileSize || fileSize != lay.FileSize {
+		return s, lay, fmt.Errorf("header says %d bytes, sizes need %d, file has %d: %w", fs, lay.FileSize, fileSize, ErrSize)
+	}
+	return s, lay, nil
+}
+
+func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
+	r := &Region{path: path, dir: dir, mem: mem, sizes: s}
+	r.hdr = (*Header)(unsafe.Pointer(&mem[0]))
+	r.reqs = unsafe.Slice((*Req)(unsafe.Pointer(&mem[l.SlotsOff])), s.Slots)
+	tokens := unsafe.Slice((*int32)(unsafe.Pointer(&mem[l.TokensOff])), uint64(s.Slots)*uint64(s.MaxReqTotalLen))
+	text := mem[l.TextOff : l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes)]
+	r.slots = make([]Slot, s.Slots)
+	for i := range r.slots {
+		t0 := uint64(i) * uint64(s.MaxReqTotalLen)
+		q0 := uint64(i) * uint64(s.TextQueueBytes)
+		r.slots[i] = Slot{
+			Req:    &r.reqs[i],
+			Index:  i,
+			region: r,
+			tokens: tokens[t0 : t0+uint64(s.MaxReqTotalLen) : t0+uint64(s.MaxReqTotalLen)],
+			text:   text[q0 : q0+uint64(s.TextQueueBytes) : q0+uint64(s.TextQueueBytes)],
+		}
+	}
+	rh := (*RingHeader)(unsafe.Pointer(&mem[l.RingOff]))
+	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
+	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots}
+	return r
+}
+
+// Path is the region file.
+func (r *Region) Path() string { return r.path }
+
+// Dir is the instance directory holding the region file.
+func (r *Region) Dir() string { return r.dir }
+
+// Sizes are the dimensions the region was created with.
+func (r *Region) Sizes() Sizes { return r.sizes }
+
+// Header gives the header fields (sizes, load counters, role records).
+func (r *Region) Header() *Header { return r.hdr }
+
+// Load gives the shared load counters.
+func (r *Region) Load() *Load { return &r.hdr.Load }
+
+// NumSlots is running_max_req_size.
+func (r *Region) NumSlots() int { return len(r.slots) }
+
+// Slot returns the handle of slot i; i usually comes from a message, so a
+// bad index is an error.
+func (r *Region) Slot(i int) (*Slot, error) {
+	if i < 0 || i >= len(r.slots) {
+		return nil, fmt.Errorf("slot %d of %d: %w", i, len(r.slots), ErrBadIndex)
+	}
+	return &r.slots[i], nil
+}
+
+// Commands is the router→infer command ring.
+func (r *Region) Commands() *Ring { return r.ring }
+
+// Close unmaps the region. The file stays for the other roles.
+func (r *Region) Close() error {
+	if !r.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if err := unix.Munmap(r.mem); err != nil {
+		return fmt.Errorf("shm close %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// Destroy unmaps the region and removes the whole instance directory (its
+// sockets included); it is the launcher's last step on shutdown. A region
+// attached through AttachFile outside an instance directory only loses its
+// file, so Destroy can never remove an unrelated directory.
+func (r *Region) Destroy() error {
+	cerr := r.Close()
+	target := r.dir
+	if !strings.HasPrefix(filepath.Base(r.dir), "lightllm-") {
+		target = r.path
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return fmt.Errorf("shm destroy %s: %w", target, err)
+	}
+	return cerr
+}
+
+// RemoveInstance deletes an instance directory without attaching, for
+// cleaning up after a launcher that died before calling Destroy.
+func RemoveInstance(baseDir, instance string) error {
+	dir, err := InstanceDir(baseDir, instance)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("shm remove %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package shm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cross-process tests re-run this test binary as a child that attaches to
+// the parent's region and plays another role. The child's part lives in
+// TestChildProcess, which does nothing unless the environment names a mode.
+const (
+	envChildMode = "LIGHTLLM_SHM_CHILD"
+	envChildPath = "LIGHTLLM_SHM_PATH"
+	envChildN    = "LIGHTLLM_SHM_N"
+)
+
+func startChild(t *testing.T, mode, path string, n int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envChildMode+"="+mode, envChildPath+"="+path, envChildN+"="+strconv.Itoa(n))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child %s: %v", mode, err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+func waitChild(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("child did not finish in 20s")
+	}
+}
+
+// TestChildProcess is the child side; it exits the process with its result.
+func TestChildProcess(t *testing.T) {
+	mode := os.Getenv(envChildMode)
+	if mode == "" {
+		t.Skip("helper for the cross-process tests; runs only as their child")
+	}
+	n, _ := strconv.Atoi(os.Getenv(envChildN))
+	r, err := AttachFile(os.Getenv(envChildPath))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child attach:", err)
+		os.Exit(2)
+	}
+	os.Exit(childMain(mode, r, n))
+}
+
+func childMain(mode string, r *Region, n int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	switch mode {
+	case "atomics": // races the parent on one counter
+		r.Load().Running.Store(1) // attached
+		for r.Load().Waiting.Load() == 0 {
+			if ctx.Err() != nil {
+				return 7
+			}
+		}
+		for range n {
+			r.Load().NextRequestID.Add(1)
+		}
+	case "producer": // the router's side of the ring
+		q := r.Commands()
+		for i := range n {
+			if _, err := q.PushWait(ctx, Command{Op: OpNew, Slot: uint32(i % r.NumSlots()), Gen: uint32(i), Arg: uint32(i)}); err != nil {
+				fmt.Fprintln(os.Stderr, "child push:", err)
+				return 3
+			}
+		}
+	case "sleeper": // sleeps on the detokenizer bell until the parent rings
+		rs, _ := r.Role(RoleDetokenizer)
+		bell := rs.Bell()
+		seen := bell.Seq()
+		start := time.Now()
+		if !bell.Wait(seen, 10*time.Second) {
+			fmt.Fprintln(os.Stderr, "child: not woken within 10s")
+			return 4
+		}
+		r.Load().Waiting.Store(time.Since(start).Microseconds())
+	case "ringer": // rings the apiserver bell once the parent sleeps on it
+		rs, _ := r.Role(RoleAPIServer)
+		for rs.BellWaiters.Load() == 0 {
+			if ctx.Err() != nil {
+				return 5
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // let the parent settle in the kernel
+		rs.Bell().Ring()
+	case "die-mid-write": // an apiserver killed while filling a slot
+		s, gen, err := r.Alloc(uint32(n))
+		if err != nil {
+			return 6
+		}
+		s.Fill(gen, Request{RequestID: 1, Prompt: []int32{1, 2, 3}, Params: Params{MaxNewTokens: 4}})
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown child mode", mode)
+		return 1
+	}
+	return 0
+}
+
+// TestCrossProcessAtomics: increments from two processes on one shared
+// counter are never lost.
+func TestCrossProcessAtomics(t *testing.T) {
+	r := newTestRegion(t, smallSizes)
+	const n = 200000
+	child := startChild(t, "atomics", r.Path(), n)
+	for deadline := time.Now().Add(10 * time.Second); r.Load().Running.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("child did not attach")
+		}
+	}
+	r.Load().Waiting.Store(1) // start together so that the adds interleave
+	for range n {
+		r.Load().NextRequestID.Add(1)
+	}
+	waitChild(t, child)
+	if got := r.Load().NextRequestID.Load(); got != 2*n {
+		t.Fatalf("counter %d, want %d", got, 2*n)
+	}
+}
+
+// TestCrossProcessRing: a child producer pushes many more commands than the
+// ring holds; the parent consumes with PopWait. Both sides sleep on futexes
+// (data and space bells) across processes, and every command arrives once,
+// in order.
+func TestCrossProcessRing(t *testing.T) {
+	r := newTestRegion(t, smallSizes) // 8 entries
+	const n = 5000
+	child := startChild(t, "producer", r.Path(), n)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	q := r.Commands()
+	for i := range n {
+		c, err := q.PopWait(ctx)
+		if err != nil {
+			t.Fatalf("pop %d: %v", i, err)
+		}
+		if c.Seq != uint64(i) || c.Arg != uint32(i) || c.Slot != uint32(i%r.NumSlots()) {
+			t.Fatalf("pop %d got %+v", i, c)
+		}
+		if i%1000 == 0 {
+			time.Sleep(5 * time.Millisecond) // let the ring fill so the producer sleeps
+		}
+	}
+	waitChild(t, child)
+	if _, ok, _ := q.Pop(); ok {
+		t.Fatal("extra command after the last one")
+	}
+}
+
+// TestCrossProcessFutexWake: a waiter in one process sleeping in FUTEX_WAIT
+// is woken by a Ring in another, in both directions, long before its
+// timeout.
+func TestCrossProcessFutexWake(t *testing.T) {
+	t.Run("parent wakes child", func(t *testing.T) {
+		r := newTestRegion(t, smallSizes)
+		child := startChild(t, "sleeper", r.Path(), 0)
+		rs, _ := r.Role(RoleDetokenizer)
+		deadline := time.Now().Add(10 * time.Second)
+		for rs.BellWaiters.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("child never went to sleep on the bell")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		rs.Bell().Ring()
+		waitChild(t, child)
+		slept := time.Duration(r.Load().Waiting.Load()) * time.Microsecond
+		if slept > 5*time.Second {
+			t.Fatalf("child slept %v: woken by its timeout, not the ring", slept)
+		}
+		t.Logf("child slept %v before the cross-process wake", slept)
+	})
+	t.Run("child wakes parent", func(t *testing.T) {
+		r := newTestRegion(t, smallSizes)
+		rs, _ := r.Role(RoleAPIServer)
+		bell := rs.Bell()
+		seen := bell.Seq()
+		child := startChild(t, "ringer", r.Path(), 0)
+		start := time.Now()
+		if !bell.Wait(seen, 10*time.Second) {
+			t.Fatal("not woken within 10s")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("woke after %v", d)
+		}
+		waitChild(t, child)
+	})
+}
+
+// TestCrossProcessTornSlot: an apiserver SIGKILLed while filling a slot
+// leaves it Allocated; the next apiserver's recovery returns it to the pool.
+func TestCrossProcessTornSlot(t *testing.T) {
+	r := newTestRegion(t, smallSizes)
+	oldEpoch, _ := r.BeginEpoch(RoleAPIServer)
+	child := startChild(t, "die-mid-write", r.Path(), int(oldEpoch))
+	err := child.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child should have been SIGKILLed, got %v", err)
+	}
+	torn := -1
+	for i := range r.NumSlots() {
+		s, _ := r.Slot(i)
+		if st, _ := s.Load(); st == StateAllocated {
+			torn = i
+		}
+	}
+	if torn < 0 {
+		t.Fatal("the child left no allocated slot")
+	}
+	newEpoch, _ := r.BeginEpoch(RoleAPIServer)
+	rec := r.RecoverSlots(newEpoch)
+	if len(rec) != 1 || rec[0].Slot != torn || rec[0].Action != ActionReclaimed {
+		t.Fatalf("recovery %+v, want slot %d reclaimed", rec, torn)
+	}
+	s, _ := r.Slot(torn)
+	if st, _ := s.Load(); st != StateFree {
+		t.Fatalf("slot %d is %v after recovery", torn, st)
+	}
+}
