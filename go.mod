@@ -5,6 +5,7 @@ go 1.26.8
 require github.com/spf13/cobra v1.10.2
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
@@ -12,9 +13,10 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	golang.org/x/sync v0.20.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.15.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 )

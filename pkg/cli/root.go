@@ -20,6 +20,8 @@ func NewRoot() *cobra.Command {
 		newSimCmd(),
 		newTokenizeCmd(),
 		newPullCmd(), newListCmd(),
+		newRunCmd(), newBenchEngineCmd(),
+		newBenchCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

@@ -37,6 +37,9 @@ oracle until the request's EOS step. --policy all compares every policy.`,
 			if dist != "" && trace != "" {
 				return errors.New("sim: give --dist or --trace, not both")
 			}
+			if trace != "" && !cmd.Flags().Changed("requests") {
+				requests = 0 // a trace runs whole unless cut explicitly
+			}
 			items, err := simWorkload(dist, trace, requests, seed, rate)
 			if err != nil {
 				return err
@@ -71,7 +74,7 @@ oracle until the request's EOS step. --policy all compares every policy.`,
 	f.StringVar(&policy, "policy", router.PolicyPastFuture, "admission policy: "+strings.Join(router.PolicyNames(), ", ")+", or all")
 	f.StringVar(&dist, "dist", "", "built-in distribution: "+strings.Join(sim.DistNames(), ", ")+" (default dist1)")
 	f.StringVar(&trace, "trace", "", "JSONL trace file of {input_len, output_len, arrival_s[, max_new_tokens]}")
-	f.IntVar(&requests, "requests", 3000, "number of requests (a trace is cut to its first N; 0 = whole trace)")
+	f.IntVar(&requests, "requests", 3000, "number of requests for --dist; with --trace, keep only the first N (default: the whole trace)")
 	f.Uint64Var(&seed, "seed", 1, "seed for the workload and the policy's sampling")
 	f.Float64Var(&rate, "rate", 0, "Poisson arrival rate in requests/s for --dist (0 = all arrive at t=0)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per policy")
@@ -121,14 +124,14 @@ func printSimTable(w io.Writer, results []*sim.Result) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tdecode_steps\tvs_oracle\tevictions\tevicted_reqs\tmean_kv\tttft_p50_s\tttft_p99_s\tmax_itl_p99_s\tgoodput_tok_s\tsla_met\t")
+	fmt.Fprintln(tw, "policy\tdecode_steps\tvs_oracle\tevictions\tevicted_reqs\tmean_kv\tduration_s\tttft_p50_s\tttft_p99_s\tmax_itl_p99_s\tgoodput_tok_s\tsla_met\t")
 	for _, r := range results {
 		ratio := "-"
 		if oracle > 0 {
 			ratio = fmt.Sprintf("%.3f", float64(r.DecodeSteps)/float64(oracle))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.3f\t%.2f\t%.2f\t%.3f\t%.1f\t%d/%d\t\n", r.Policy, r.DecodeSteps, ratio,
-			r.Evictions, r.EvictedRequests, r.MeanKVUsage, r.TTFTP50S, r.TTFTP99S, r.MaxITLP99S, r.GoodputTokS, r.SLAMet, r.Requests)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.3f\t%.0f\t%.2f\t%.2f\t%.3f\t%.1f\t%d/%d\t\n", r.Policy, r.DecodeSteps, ratio,
+			r.Evictions, r.EvictedRequests, r.MeanKVUsage, r.DurationS, r.TTFTP50S, r.TTFTP99S, r.MaxITLP99S, r.GoodputTokS, r.SLAMet, r.Requests)
 	}
 	return tw.Flush()
 }

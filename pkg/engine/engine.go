@@ -47,7 +47,11 @@ type Options struct {
 	// DisablePromptCache turns off the radix prompt cache
 	// (--disable_dynamic_prompt_cache).
 	DisablePromptCache bool
-	Logger             zerolog.Logger
+	// SkipLogProbs leaves Output.LogProb 0 for greedy requests, saving a pass
+	// of exp over the vocabulary per token (the CLI and benchmarks need no
+	// log-probabilities; the server reports them).
+	SkipLogProbs bool
+	Logger       zerolog.Logger
 }
 
 // Engine runs requests over one model and one KV pool. It is not safe for

@@ -87,8 +87,8 @@ func TestGoldenStories260K(t *testing.T) {
 			}
 			check("alone", runAll(t, e)[1])
 
-			// In a batch: others before, with and after it; then a second copy
-			// that is served from the prompt cache... of nothing but BOS.
+			// In a batch with others that arrive before and after it, with
+			// chunked prefill of the long prompts.
 			e, err = engine.New(m, engine.Options{MaxTotalTokens: 4096, ChunkedPrefillSize: 64})
 			if err != nil {
 				t.Fatal(err)
@@ -100,16 +100,16 @@ func TestGoldenStories260K(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			add(10, once, seeded(200, 5))
-			add(11, prompt(11, 150), greedy(100))
+			add(10, once, seeded(100, 5))
+			add(11, prompt(11, 150), greedy(50))
 			for range 3 {
 				if _, err := e.Step(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			add(1, []int32{1}, golden)
-			add(12, once, greedy(300))
-			add(13, prompt(13, 300), seeded(150, 9))
+			add(12, once, greedy(150))
+			add(13, prompt(13, 300), seeded(60, 9))
 			res := runAll(t, e)
 			check("batched", res[1])
 
@@ -119,10 +119,10 @@ func TestGoldenStories260K(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			add(20, once, seeded(400, 3))
+			add(20, once, seeded(200, 3))
 			add(1, []int32{1}, golden)
 			add(2, []int32{1}, golden)
-			add(21, prompt(21, 100), greedy(400))
+			add(21, prompt(21, 100), greedy(200))
 			res = runAll(t, e)
 			check("evicted (1)", res[1])
 			check("evicted (2)", res[2])

@@ -190,7 +190,7 @@ func (e *Engine) collect() error {
 			continue
 		}
 		in := sampler.Input{Params: &r.params, Seed: r.seed, Prompt: r.tokens[:r.promptLen],
-			Generated: r.generated(), EOS: e.cfg.EOS}
+			Generated: r.generated(), EOS: e.cfg.EOS, SkipLogProb: e.opts.SkipLogProbs}
 		res, err := e.sampler.Sample(e.logits[i], &in)
 		if err != nil {
 			return fmt.Errorf("engine: request %d: %w", r.id, err)

@@ -145,7 +145,9 @@ func (r *resolver) download(ctx context.Context, repo string, m fileMeta, blob s
 		}
 		var perm errPermanent
 		if errors.As(err, &perm) {
-			return err // keep=false: a wrong file is not kept
+			// A wrong file is not kept; a refused or failed write still is.
+			keep = !errors.Is(err, ErrChecksum)
+			return err
 		}
 		if ctx.Err() != nil {
 			keep = true // resumable next time

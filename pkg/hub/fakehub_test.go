@@ -93,6 +93,13 @@ func (h *fakeHub) addRepo(id string, r *fakeRepo) {
 	h.repos[id] = r
 }
 
+// set changes failure hooks under the lock the handlers read them with.
+func (h *fakeHub) set(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f()
+}
+
 func (h *fakeHub) record(server string, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -43,7 +43,7 @@ func helperPull(spec string) int {
 
 func TestResolveConcurrentProcesses(t *testing.T) {
 	h, files := newStoriesHub(t)
-	h.throttle = 20 * time.Millisecond // the transfer outlasts the second process's start
+	h.set(func() { h.throttle = 20 * time.Millisecond }) // the transfer outlasts the second process's start
 	cache := t.TempDir()
 	type proc struct {
 		cmd    *exec.Cmd

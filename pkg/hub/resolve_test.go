@@ -134,7 +134,7 @@ func TestResolveResumesAfterCutConnection(t *testing.T) {
 
 	t.Run("next run resumes", func(t *testing.T) {
 		cache := t.TempDir()
-		h.cutAfter["model.safetensors"] = cut
+		h.set(func() { h.cutAfter["model.safetensors"] = cut })
 		opts := testOptions(t, h, cache)
 		opts.Retries = -1 // fail on the first cut
 		if _, err := Resolve(context.Background(), storiesRepo, opts); err == nil || !strings.Contains(err.Error(), "run again to resume") {
@@ -169,9 +169,9 @@ func TestResolveResumesAfterCutConnection(t *testing.T) {
 
 	t.Run("stalled transfer", func(t *testing.T) {
 		cache := t.TempDir()
-		h.cutAfter["model.safetensors"] = cut
-		h.hang = true
-		defer func() { h.hang = false }()
+		h.set(func() { h.cutAfter["model.safetensors"] = cut })
+		h.set(func() { h.hang = true })
+		defer h.set(func() { h.hang = false })
 		opts := testOptions(t, h, cache)
 		opts.Retries = -1
 		opts.StallTimeout = 100 * time.Millisecond
@@ -187,7 +187,7 @@ func TestResolveResumesAfterCutConnection(t *testing.T) {
 
 	t.Run("retries within one run", func(t *testing.T) {
 		cache := t.TempDir()
-		h.cutAfter["model.safetensors"] = cut
+		h.set(func() { h.cutAfter["model.safetensors"] = cut })
 		dir, err := Resolve(context.Background(), storiesRepo, testOptions(t, h, cache))
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +208,7 @@ func TestResolveChecksumMismatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			h, files := newStoriesHub(t)
-			h.corrupt[tc.file] = true
+			h.set(func() { h.corrupt[tc.file] = true })
 			cache := t.TempDir()
 			_, err := Resolve(context.Background(), storiesRepo, testOptions(t, h, cache))
 			if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), tc.kind) || !strings.Contains(err.Error(), tc.file) {
@@ -226,7 +226,7 @@ func TestResolveChecksumMismatch(t *testing.T) {
 				t.Errorf("snapshot links the bad file")
 			}
 			// Once the Hub serves the right bytes the same cache recovers.
-			delete(h.corrupt, tc.file)
+			h.set(func() { delete(h.corrupt, tc.file) })
 			dir, err := Resolve(context.Background(), storiesRepo, testOptions(t, h, cache))
 			if err != nil {
 				t.Fatal(err)
@@ -368,7 +368,7 @@ func TestResolveOffline(t *testing.T) {
 
 func TestResolveConcurrentGoroutines(t *testing.T) {
 	h, files := newStoriesHub(t)
-	h.throttle = 5 * time.Millisecond // keep both pulls in flight together
+	h.set(func() { h.throttle = 5 * time.Millisecond }) // keep both pulls in flight together
 	cache := t.TempDir()
 	const n = 3
 	var wg sync.WaitGroup
@@ -469,7 +469,7 @@ func TestResolveGGUFAndRevisions(t *testing.T) {
 
 func TestResolveRetriesBusyHub(t *testing.T) {
 	h, files := newStoriesHub(t)
-	h.fail503 = 2
+	h.set(func() { h.fail503 = 2 })
 	dir, err := Resolve(context.Background(), storiesRepo, testOptions(t, h, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"os"
 	"math"
 
 	"github.com/lightllm-go/lightllm/pkg/tensor"
@@ -9,8 +8,9 @@ import (
 
 // attnTask computes causal attention for a list of token rows. One work
 // item is (row, KV head): the K/V of that head are read once for the whole
-// group of query heads that share it (GQA). K and V are gathered through
-// the sequence's slot list, LightLLM's TokenAttention.
+// group of query heads sharing it (GQA). K and V are gathered through the
+// sequence's slot list (LightLLM's TokenAttention), so a sequence's tokens
+// may sit anywhere in the store.
 type attnTask struct {
 	m     *Model
 	b     *Batch
@@ -19,9 +19,11 @@ type attnTask struct {
 	rows  []int32   // token index of each output row
 	q     []float32 // [nTok x Heads*HeadDim], indexed by token
 	out   []float32 // [len(rows) x Heads*HeadDim]
-	// Per-worker scratch: scores [group x ctx] and the f16-rounded queries.
-	scores [][]float32
-	qr     [][]float32
+	// Per-worker scratch.
+	scores [][]float32 // f32 cache: [group x ctx] scores
+	qr     [][]float32 // f16 cache: f16-rounded queries [group x HeadDim]
+	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
+	st     [][]float32 // f16 cache: running max and sum per head [2 x group]
 }
 
 func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []float32) {
@@ -36,13 +38,17 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 	if len(t.scores) < workers {
 		t.scores = make([][]float32, workers)
 		t.qr = make([][]float32, workers)
+		t.acc = make([][]uint16, workers)
+		t.st = make([][]float32, workers)
 	}
 	for w := 0; w < workers; w++ {
-		if len(t.scores[w]) < group*maxCtx {
+		if !kv.f16 && len(t.scores[w]) < group*maxCtx {
 			t.scores[w] = make([]float32, group*maxCtx*5/4+64)
 		}
 		if len(t.qr[w]) < group*c.HeadDim {
 			t.qr[w] = make([]float32, group*c.HeadDim)
+			t.acc[w] = make([]uint16, group*c.HeadDim)
+			t.st[w] = make([]float32, 2*group)
 		}
 	}
 	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, kv, layer, rows, q, out
@@ -58,111 +64,122 @@ func (t *attnTask) Run(worker, lo, hi int) {
 	hd, kvh := c.HeadDim, c.KVHeads
 	group := c.Heads / kvh
 	qDim := c.Heads * hd
-	scale := 1 / float32(math.Sqrt(float64(hd)))
-	kv := t.kv
 	for it := lo; it < hi; it++ {
 		r, g := it/kvh, it%kvh
 		tok := int(t.rows[r])
 		sq := &t.b.Seqs[t.m.s.tokSeq[tok]]
-		n := int(t.b.Positions[tok]) + 1
-		slots := sq.Slots[:n]
-		sc := t.scores[worker][:group*n]
-		// The group's query heads are contiguous: heads g*group .. g*group+group-1.
+		slots := sq.Slots[:int(t.b.Positions[tok])+1]
+		// The group's query heads are contiguous: g*group .. g*group+group-1.
 		qg := t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd]
-		if kv.f16 && os.Getenv("QR") != "" {
-			// llama.cpp multiplies an f16 cache by f16-rounded queries;
-			// rounding here keeps scores identical up to summation order.
-			qb := t.qr[worker][:group*hd]
-			for i, v := range qg {
-				qb[i] = tensor.F16ToF32(tensor.F32ToF16(v))
-			}
-			qg = qb
-		}
-		if kv.f16 && os.Getenv("FA") != "" {
-			qb := t.qr[worker][:group*hd]
-			for i, v := range t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd] {
-				qb[i] = tensor.F16ToF32(tensor.F32ToF16(v))
-			}
-			for h := 0; h < group; h++ {
-				o := t.out[r*qDim+(g*group+h)*hd : r*qDim+(g*group+h+1)*hd]
-				clear(o)
-				M := float32(math.Inf(-1))
-				var S float32
-				for _, slot := range slots {
-					off := kv.off(t.layer, slot) + g*hd
-					s := tensor.DotF16(kv.k16[off:off+hd], qb[h*hd:(h+1)*hd]) * scale
-					ms, vs := float32(1), float32(1)
-					if s > M {
-						Mold := M
-						M = s
-						ms = float32(math.Exp(float64(Mold - M)))
-						for d := range o {
-							o[d] = tensor.F16ToF32(tensor.F32ToF16(o[d] * ms))
-						}
-					} else {
-						vs = float32(math.Exp(float64(s - M)))
-					}
-					for d := range o {
-						o[d] = tensor.F16ToF32(tensor.F32ToF16(o[d] + tensor.F16ToF32(kv.v16[off+d])*vs))
-					}
-					S = S*ms + vs
-				}
-				inv := 1 / S
-				for d := range o {
-					o[d] *= inv
-				}
-			}
-			continue
-		}
-		for j, slot := range slots {
-			off := kv.off(t.layer, slot) + g*hd
-			for h := 0; h < group; h++ {
-				var d float32
-				if kv.f16 {
-					d = tensor.DotF16(kv.k16[off:off+hd], qg[h*hd:(h+1)*hd])
-				} else {
-					d = tensor.DotF32(kv.k32[off:off+hd], qg[h*hd:(h+1)*hd])
-				}
-				sc[h*n+j] = d * scale
-			}
-		}
-		for h := 0; h < group; h++ {
-			p := sc[h*n : (h+1)*n]
-			softmax(p, kv.f16 && os.Getenv("PR") != "")
-			o := t.out[r*qDim+(g*group+h)*hd : r*qDim+(g*group+h+1)*hd]
-			clear(o)
-			for j, slot := range slots {
-				off := kv.off(t.layer, slot) + g*hd
-				if kv.f16 {
-					tensor.AxpyF16(o, p[j], kv.v16[off:off+hd])
-				} else {
-					tensor.AxpyF32(o, p[j], kv.v32[off:off+hd])
-				}
-			}
+		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]
+		if t.kv.f16 {
+			t.headF16(worker, g, slots, qg, og)
+		} else {
+			t.headF32(worker, g, slots, qg, og)
 		}
 	}
 }
 
-// softmax normalizes p in place: the sum is accumulated in float64 and
-// the reciprocal applied in float32 as ggml's soft_max does. With an f16
-// cache the probabilities are rounded to f16, as llama.cpp converts them
-// before multiplying by V.
-func softmax(p []float32, roundF16 bool) {
-	mx := float32(math.Inf(-1))
-	for _, v := range p {
-		mx = max(mx, v)
+// headF16 follows llama.cpp's CPU flash attention over an f16 cache
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): queries rounded to
+// f16, one pass with a running maximum, and an f16 output accumulator.
+// Matching its rounding keeps greedy decoding identical to llama.cpp's.
+func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
+	c := &t.m.cfg
+	hd := c.HeadDim
+	group := len(qg) / hd
+	scale := 1 / float32(math.Sqrt(float64(hd)))
+	kv := t.kv
+	qb := t.qr[worker][:len(qg)]
+	for i, v := range qg {
+		qb[i] = tensor.F16ToF32(tensor.F32ToF16(v))
 	}
-	var sum float64
-	for i, v := range p {
-		e := float32(math.Exp(float64(v - mx)))
-		p[i] = e
-		sum += float64(e)
+	acc := t.acc[worker][:len(qg)]
+	clear(acc)
+	M, S := t.st[worker][:group], t.st[worker][group:2*group]
+	for h := range M {
+		M[h], S[h] = float32(math.Inf(-1)), 0
 	}
-	inv := float32(1 / sum)
-	for i := range p {
-		p[i] *= inv
-		if roundF16 {
-			p[i] = tensor.F16ToF32(tensor.F32ToF16(p[i]))
+	for _, slot := range slots {
+		off := kv.off(t.layer, slot) + g*hd
+		k, v := kv.k16[off:off+hd], kv.v16[off:off+hd]
+		for h := 0; h < group; h++ {
+			s := dotF16Exact(k, qb[h*hd:(h+1)*hd]) * scale
+			a := acc[h*hd : (h+1)*hd]
+			ms, vs := float32(1), float32(1)
+			if s > M[h] {
+				ms = expf(M[h] - s)
+				M[h] = s
+				tensor.ScaleF16(a, ms)
+			} else {
+				vs = expf(s - M[h])
+			}
+			tensor.MadF16(a, v, vs)
+			S[h] = S[h]*ms + vs
+		}
+	}
+	for h := 0; h < group; h++ {
+		inv := float32(0)
+		if S[h] != 0 {
+			inv = 1 / S[h]
+		}
+		o, a := og[h*hd:(h+1)*hd], acc[h*hd:(h+1)*hd]
+		for d := range o {
+			o[d] = tensor.F16ToF32(a[d]) * inv
 		}
 	}
 }
+
+// dotF16Exact is an f16·f32 dot product. Short rows are summed in float64
+// as ggml_vec_dot_f16's scalar tail does; long ones use the vector kernel.
+func dotF16Exact(k []uint16, q []float32) float32 {
+	if len(q) >= 32 {
+		return tensor.DotF16(k, q)
+	}
+	var s float64
+	for i, x := range q {
+		s += float64(tensor.F16ToF32(k[i]) * x)
+	}
+	return float32(s)
+}
+
+// headF32 is exact attention over an f32 cache: scores, a two-pass
+// softmax with a float64 sum, then the weighted sum of values.
+func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
+	c := &t.m.cfg
+	hd := c.HeadDim
+	group := len(qg) / hd
+	n := len(slots)
+	scale := 1 / float32(math.Sqrt(float64(hd)))
+	kv := t.kv
+	sc := t.scores[worker][:group*n]
+	for j, slot := range slots {
+		off := kv.off(t.layer, slot) + g*hd
+		k := kv.k32[off : off+hd]
+		for h := 0; h < group; h++ {
+			sc[h*n+j] = tensor.DotF32(k, qg[h*hd:(h+1)*hd]) * scale
+		}
+	}
+	for h := 0; h < group; h++ {
+		p := sc[h*n : (h+1)*n]
+		mx := float32(math.Inf(-1))
+		for _, v := range p {
+			mx = max(mx, v)
+		}
+		var sum float64
+		for i, v := range p {
+			e := expf(v - mx)
+			p[i] = e
+			sum += float64(e)
+		}
+		inv := float32(1 / sum)
+		o := og[h*hd : (h+1)*hd]
+		clear(o)
+		for j, slot := range slots {
+			off := kv.off(t.layer, slot) + g*hd
+			tensor.AxpyF32(o, p[j]*inv, kv.v32[off:off+hd])
+		}
+	}
+}
+
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }

@@ -80,7 +80,7 @@ func newPastFuture(o PastFutureOptions, seed uint64) (*pastFuture, error) {
 }
 
 func (p *pastFuture) observe(n int) {
-	v := int32(min(n, math.MaxInt32))
+	v := int32(min(max(n, 0), math.MaxInt32))
 	if len(p.ring) < p.o.Window {
 		p.ring = append(p.ring, v)
 	} else {

@@ -60,7 +60,8 @@ type Stats struct {
 
 // Scheduler is the router's queue and admission loop: intake, FIFO waiting
 // queue, running set, EMA statistics and token load. It is not safe for
-// concurrent use; the router role calls it from its one loop.
+// concurrent use; the router role calls it from its one loop. Its Policy must
+// serve no other Scheduler (passes keep per-request bookkeeping).
 type Scheduler struct {
 	cfg     Config
 	pol     Policy
@@ -72,6 +73,7 @@ type Scheduler struct {
 	byID    map[uint64]*Request
 
 	res          StepResult
+	view         View
 	dropped      []*Request
 	abortPending int
 	load         TokenLoad
@@ -99,6 +101,9 @@ func (s *Scheduler) Policy() Policy { return s.pol }
 
 // EMA returns the output-length statistics.
 func (s *Scheduler) EMA() EMA { return s.ema }
+
+// Lookup returns a queued or running request by id, or nil.
+func (s *Scheduler) Lookup(id uint64) *Request { return s.byID[id] }
 
 // Running returns the running set in admission order (read only).
 func (s *Scheduler) Running() []*Request { return s.running }
@@ -142,7 +147,8 @@ func (s *Scheduler) Submit(group []*Request) error {
 		r.state, r.groupSize = stateInbox, len(group)
 		s.byID[r.ID] = r
 	}
-	s.inbox = append(s.inbox, group)
+	// A private copy: Abort edits the group while it waits in the intake.
+	s.inbox = append(s.inbox, slices.Clone(group))
 	s.stats.Submitted += uint64(len(group))
 	return nil
 }
@@ -223,15 +229,16 @@ func (s *Scheduler) Step(in StepInput) *StepResult {
 		s.abortPending = 0
 	}
 
-	view := View{Config: &s.cfg, Running: s.running, UsedTokens: in.UsedTokens,
+	// is_busy is evaluated once per step, as in generate_new_batch.
+	s.view = View{Config: &s.cfg, Running: s.running, UsedTokens: in.UsedTokens,
 		Busy: float64(in.UsedTokens)/float64(s.cfg.MaxTotalTokens) >= s.cfg.RouterTokenRatio, EMA: s.ema.Value()}
 	switch {
 	case !in.Paused && s.waiting.len() > 0 && len(s.running) < s.cfg.RunningMaxReqSize:
-		s.setPeak(in.Now, s.admit(&view))
+		s.setPeak(in.Now, s.admit(&s.view))
 	case len(s.running) == 0:
 		s.setPeak(in.Now, 0)
 	case s.loadDirty || in.Now-s.loadAt >= s.cfg.LoadRefreshS:
-		s.setPeak(in.Now, s.pol.Begin(&view).Peak())
+		s.setPeak(in.Now, s.pol.Begin(&s.view).Peak())
 	}
 	s.load.CurrentLoad = float64(in.UsedTokens) / float64(s.cfg.MaxTotalTokens)
 	res.Load = s.load

@@ -245,6 +245,17 @@ func TestAbort(t *testing.T) {
 	if st := s.Stats(); st.EMA != 2048 || st.Running != 1 || st.Dropped != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+	// A request already in the waiting queue (received while paused).
+	more := mkReqs(10, 2, 10, 10)
+	submitSingles(t, s, more)
+	s.Step(StepInput{Paused: true})
+	if s.Lookup(10) != more[0] || !s.Abort(10) || !more[0].Aborted() {
+		t.Fatal("abort of a waiting request")
+	}
+	res = s.Step(StepInput{})
+	if !equalIDs(res.Dropped, 10) || !equalIDs(res.New, 11) || s.Lookup(10) != nil {
+		t.Fatalf("dropped %v new %v", ids(res.Dropped), ids(res.New))
+	}
 }
 
 func TestPreemptLIFO(t *testing.T) {

@@ -132,7 +132,14 @@ func parse(name string, data []byte) (*File, error) {
 	}
 	f := &File{Path: name, data: data, dataOff: 8 + n, byName: map[string]int{}}
 	dataLen := uint64(len(data)) - f.dataOff
-	for key, msg := range raw {
+	// Checked in name order so the same damage always gives the same error.
+	keys := make([]string, 0, len(raw))
+	for key := range raw {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		msg := raw[key]
 		if key == "__metadata__" {
 			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
 				return nil, fmt.Errorf("__metadata__: %w", err)

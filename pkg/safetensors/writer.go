@@ -5,15 +5,27 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 )
 
-// WriteTensor is one tensor to write; Data is already in DType's encoding.
+// WriteTensor is one tensor to write, already in DType's encoding: either
+// Data, or Fill which streams exactly Size bytes (so large generated
+// models need not sit in memory).
 type WriteTensor struct {
 	Name  string
 	DType DType
 	Shape []int64
 	Data  []byte
+	Fill  func(w io.Writer) error
+}
+
+func (t *WriteTensor) size() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n * int64(t.DType.Size())
 }
 
 // WriteFile writes tensors (in the given order) and metadata to path.
@@ -27,11 +39,8 @@ func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) e
 		if t.DType.Size() == 0 {
 			return fmt.Errorf("safetensors write %s: tensor %q: unknown dtype %q", path, t.Name, t.DType)
 		}
-		n := uint64(1)
-		for _, d := range t.Shape {
-			n *= uint64(d)
-		}
-		if n*t.DType.Size() != uint64(len(t.Data)) {
+		size := uint64(t.size())
+		if t.Fill == nil && size != uint64(len(t.Data)) {
 			return fmt.Errorf("safetensors write %s: tensor %q: %d bytes for %s %v", path, t.Name, len(t.Data), t.DType, t.Shape)
 		}
 		if _, dup := header[t.Name]; dup {
@@ -41,8 +50,8 @@ func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) e
 		if shape == nil {
 			shape = []int64{}
 		}
-		header[t.Name] = rawInfo{DType: t.DType, Shape: shape, DataOffsets: [2]uint64{off, off + uint64(len(t.Data))}}
-		off += uint64(len(t.Data))
+		header[t.Name] = rawInfo{DType: t.DType, Shape: shape, DataOffsets: [2]uint64{off, off + size}}
+		off += size
 	}
 	hj, err := json.Marshal(header)
 	if err != nil {
@@ -62,7 +71,19 @@ func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) e
 	bw.Write(lenBuf[:])
 	bw.Write(hj)
 	for _, t := range tensors {
-		bw.Write(t.Data)
+		if t.Fill == nil {
+			bw.Write(t.Data)
+			continue
+		}
+		cw := &countWriter{w: bw}
+		if err := t.Fill(cw); err != nil {
+			fd.Close()
+			return fmt.Errorf("safetensors write %s: tensor %q: %w", path, t.Name, err)
+		}
+		if cw.n != t.size() {
+			fd.Close()
+			return fmt.Errorf("safetensors write %s: tensor %q: wrote %d bytes, want %d", path, t.Name, cw.n, t.size())
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		fd.Close()
@@ -82,12 +103,12 @@ func WriteSharded(dir string, tensors []WriteTensor, maxShardBytes int) error {
 	var cur []WriteTensor
 	size := 0
 	for _, t := range tensors {
-		if len(cur) > 0 && size+len(t.Data) > maxShardBytes {
+		if len(cur) > 0 && size+int(t.size()) > maxShardBytes {
 			shards = append(shards, cur)
 			cur, size = nil, 0
 		}
 		cur = append(cur, t)
-		size += len(t.Data)
+		size += int(t.size())
 	}
 	if len(cur) > 0 {
 		shards = append(shards, cur)
@@ -101,7 +122,7 @@ func WriteSharded(dir string, tensors []WriteTensor, maxShardBytes int) error {
 		}
 		for _, t := range sh {
 			weightMap[t.Name] = name
-			total += len(t.Data)
+			total += int(t.size())
 		}
 	}
 	idx := map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}
@@ -113,4 +134,15 @@ func WriteSharded(dir string, tensors []WriteTensor, maxShardBytes int) error {
 		return fmt.Errorf("safetensors write index: %w", err)
 	}
 	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -28,6 +28,9 @@ type Input struct {
 	// EOS are the model's end-of-sequence ids (suppressed with the stop ids
 	// while fewer than MinNewTokens-1 tokens have been generated).
 	EOS []int32
+	// SkipLogProb: greedy decoding need not compute the log-probability (a
+	// pass of exp over the vocabulary); Result.LogProb is then 0.
+	SkipLogProb bool
 }
 
 // Result is the chosen token and its log-probability after penalties and
@@ -72,17 +75,19 @@ func (s *Sampler) Sample(logits []float32, in *Input) (Result, error) {
 		s.mask(logits, p.StopTokenIDs, negInf)
 	}
 	s.mask(logits, p.BannedTokenIDs, negInf)
-	// A NaN would break the total order the selection relies on.
-	for i, l := range logits {
-		if l != l {
-			logits[i] = negInf
-		}
+	best := sanitizeArgmax(logits)
+	if math.IsInf(float64(logits[best]), -1) {
+		// Everything is masked: there is no distribution; fall back to id 0 like argmax.
+		return Result{Token: 0, LogProb: negInf}, nil
 	}
 	if p.Greedy() {
-		best := argmax(logits)
-		return Result{Token: int32(best), LogProb: float32(float64(logits[best]) - logSumExp(logits))}, nil
+		if in.SkipLogProb {
+			return Result{Token: int32(best)}, nil
+		}
+		// log softmax at the maximum = -log(sum(exp(l - max)))
+		return Result{Token: int32(best), LogProb: float32(-math.Log(expScale(s.probs, logits, logits[best], 1)))}, nil
 	}
-	return s.sample(logits, in), nil
+	return s.sample(logits, logits[best], in), nil
 }
 
 // applyPenalties follows LightLLM's apply_penalty kernel: for every token
@@ -127,21 +132,11 @@ func (s *Sampler) mask(logits []float32, ids []int32, v float32) {
 	}
 }
 
-// sample draws from softmax(logits/T) restricted to the top-k / top-p set.
-func (s *Sampler) sample(logits []float32, in *Input) Result {
+// sample draws from softmax(logits/T) restricted to the top-k / top-p set;
+// maxL is the largest logit.
+func (s *Sampler) sample(logits []float32, maxL float32, in *Input) Result {
 	p := in.Params
-	maxL := logits[argmax(logits)]
-	if math.IsInf(float64(maxL), -1) {
-		// Everything is masked: there is no distribution; fall back to id 0 like argmax.
-		return Result{Token: 0, LogProb: float32(math.Inf(-1))}
-	}
-	invT := 1 / float64(p.Temperature)
-	var z float64
-	for i, l := range logits {
-		e := float32(math.Exp((float64(l) - float64(maxL)) * invT))
-		s.probs[i] = e
-		z += float64(e)
-	}
+	z := expScale(s.probs, logits, maxL, 1/p.Temperature)
 	u := uniform(in.Seed, len(in.Generated))
 
 	k := s.vocab
@@ -205,29 +200,6 @@ func drawFrom(idx []int32, probs []float32, target float64) int32 {
 		}
 	}
 	return last
-}
-
-// argmax returns the first index of the largest value (as torch.argmax).
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func logSumExp(x []float32) float64 {
-	m := float64(x[argmax(x)])
-	if math.IsInf(m, -1) {
-		return m
-	}
-	var z float64
-	for _, v := range x {
-		z += math.Exp(float64(v) - m)
-	}
-	return m + math.Log(z)
 }
 
 // uniform is a counter-based random number in [0, 1): the draw for token

@@ -80,6 +80,10 @@ func TestGreedy(t *testing.T) {
 			}
 		}
 	}
+	p := DefaultParams()
+	if r, _ := s.Sample(clone(logits), &Input{Params: &p, SkipLogProb: true}); r.Token != 1 || r.LogProb != 0 {
+		t.Fatalf("greedy without logprob: %+v", r)
+	}
 	if _, err := s.Sample(make([]float32, 3), &Input{Params: new(Params)}); err == nil {
 		t.Fatal("wrong logits length: want error")
 	}
@@ -314,5 +318,37 @@ func BenchmarkSample(b *testing.B) {
 				_, _ = s.Sample(work, &in)
 			}
 		})
+	}
+}
+
+func TestExpScale(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 64, 5003} {
+		x := testLogits(n)
+		x[0] = float32(math.Inf(-1)) // a masked token
+		if n > 2 {
+			x[2] = -200 // far below the maximum
+		}
+		for _, scale := range []float32{0.5, 1, 15} { // 15 spreads the arguments over [-90, 0]
+			dst := make([]float32, n)
+			got := expScale(dst, x, 3, scale)
+			var ref float64
+			for i, v := range x {
+				a := float64((v - 3) * scale)
+				want := math.Exp(a)
+				if a < -87 {
+					want = 0
+				}
+				if math.Abs(float64(dst[i])-want) > 3e-7*want {
+					t.Fatalf("n %d: exp at %d = %v, want %v", n, i, dst[i], want)
+				}
+				ref += want
+			}
+			if math.Abs(got-ref) > 1e-6*ref {
+				t.Fatalf("n %d: sum %v, want %v", n, got, ref)
+			}
+			if dst[0] != 0 {
+				t.Fatalf("masked logit has probability %v", dst[0])
+			}
+		}
 	}
 }

@@ -25,6 +25,9 @@ type Options struct {
 	MaxNewTokens int
 	SLA          SLA
 	Model        StepModel
+
+	// wrap lets tests put a spy around the policy.
+	wrap func(router.Policy) router.Policy
 }
 
 // DefaultOptions returns the router defaults for a KV of maxTotalTokens, the
@@ -112,6 +115,9 @@ func Run(o Options, items []Item) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.wrap != nil {
+		pol = o.wrap(pol)
+	}
 	if e.sched, err = router.New(o.Config, pol); err != nil {
 		return nil, err
 	}
@@ -158,6 +164,12 @@ func (e *engine) run() error {
 		default:
 			return fmt.Errorf("sim: %d of %d requests lost", len(e.reqs)-e.finished, len(e.reqs))
 		}
+	}
+	// Hand the last finishes to the scheduler so its statistics and running
+	// set end complete.
+	e.sched.Step(router.StepInput{Now: e.t, Finished: e.fin, UsedTokens: e.used})
+	if st := e.sched.Stats(); st.Running != 0 || e.used != 0 {
+		return fmt.Errorf("sim: %d requests still running, %d KV tokens in use after the last finish", st.Running, e.used)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -155,7 +156,10 @@ type harness struct {
 // behaviorFunc picks a role's behaviour for its n-th start (0-based).
 type behaviorFunc func(role string, n int) string
 
-func newHarness(t *testing.T, cfg *config.Config, behave behaviorFunc, onStart func(h *harness, spec Spec)) *harness {
+// newHarness builds the supervisor; stages nil means all six roles in
+// LightLLM's order (fewer roles keep the -race run short: a race-enabled
+// child takes about a second to start on the shared CI machine).
+func newHarness(t *testing.T, cfg *config.Config, stages [][]string, behave behaviorFunc, onStart func(h *harness, spec Spec)) *harness {
 	t.Helper()
 	h := &harness{t: t, cfg: cfg, out: &syncBuffer{}, errc: make(chan error, 1), starts: map[string]int{}, pids: map[int]bool{}}
 	sp := newSpawner(h.out)
@@ -165,8 +169,13 @@ func newHarness(t *testing.T, cfg *config.Config, behave behaviorFunc, onStart f
 		t.Fatal(err)
 	}
 	log := zerolog.New(h.out).With().Str("role", "supervisor").Logger()
+	var stopOrder [][]string
+	if stages != nil {
+		stopOrder = slices.Clone(stages)
+		slices.Reverse(stopOrder)
+	}
 	h.sup, err = New(Options{
-		Config: cfg, Log: log, Output: h.out,
+		Config: cfg, Log: log, Output: h.out, Stages: stages, StopOrder: stopOrder,
 		FindBinary: func(string) (string, error) { return exe, nil },
 		StartProcess: func(spec Spec) (Process, error) {
 			h.mu.Lock()

@@ -181,7 +181,9 @@ func New(o Options) (*Supervisor, error) {
 // the instance's shm directory and sockets before returning. A requested
 // stop returns nil.
 func (s *Supervisor) Run(ctx context.Context) (err error) {
+	s.mu.Lock()
 	s.started = time.Now()
+	s.mu.Unlock()
 	loopClosed := false
 	defer func() {
 		if !loopClosed {
@@ -232,7 +234,9 @@ func (s *Supervisor) findBinaries() error {
 			errs = append(errs, err)
 			continue
 		}
+		s.mu.Lock()
 		s.roles[r].binary = p
+		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -17,7 +17,7 @@ import (
 func TestLaunchInOrderThenStop(t *testing.T) {
 	cfg := testConfig(t)
 	var orderErr []string
-	h := newHarness(t, cfg, nil, func(h *harness, spec Spec) {
+	h := newHarness(t, cfg, nil, nil, func(h *harness, spec Spec) {
 		// Every role of an earlier stage must be ready before this one starts.
 		st := h.sup.Status()
 		for i, stage := range LaunchStages() {
@@ -91,7 +91,7 @@ func TestLaunchInOrderThenStop(t *testing.T) {
 
 func TestKill9RestartsOnlyThatRole(t *testing.T) {
 	cfg := testConfig(t)
-	h := newHarness(t, cfg, nil, nil)
+	h := newHarness(t, cfg, nil, nil, nil)
 	h.run()
 	before := h.waitRunning()
 	for i, victim := range []string{config.RoleDetokenizer, config.RoleRouter, config.RoleMetric} {
@@ -128,7 +128,7 @@ func TestRestartBudgetStopsCleanly(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.RestartBudget = 2
 	// router serves on its first start and crashes right after every later one.
-	h := newHarness(t, cfg, func(role string, n int) string {
+	h := newHarness(t, cfg, [][]string{{config.RoleMetric}, {config.RoleRouter}}, func(role string, n int) string {
 		if role == config.RoleRouter && n > 0 {
 			return "crash"
 		}
@@ -153,6 +153,7 @@ func TestRestartBudgetStopsCleanly(t *testing.T) {
 func TestLaunchFailureShowsStderr(t *testing.T) {
 	tests := map[string]struct {
 		mutate   func(*config.Config)
+		stages   [][]string
 		behavior behaviorFunc
 		want     []string
 	}{
@@ -167,6 +168,7 @@ func TestLaunchFailureShowsStderr(t *testing.T) {
 		},
 		"never ready": {
 			mutate: func(c *config.Config) { c.ReadyTimeout = config.Duration(time.Second) },
+			stages: [][]string{{config.RoleMetric}, {config.RoleAPIServer}, {config.RoleHealth}},
 			behavior: func(role string, _ int) string {
 				if role == config.RoleAPIServer {
 					return "noready"
@@ -182,7 +184,7 @@ func TestLaunchFailureShowsStderr(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(cfg)
 			}
-			h := newHarness(t, cfg, tc.behavior, nil)
+			h := newHarness(t, cfg, tc.stages, tc.behavior, nil)
 			h.run()
 			err := h.wait(60 * time.Second)
 			if !errors.Is(err, ErrLaunch) {
@@ -207,7 +209,8 @@ func TestLaunchFailureShowsStderr(t *testing.T) {
 func TestRestartRequests(t *testing.T) {
 	cfg := testConfig(t)
 	// health asks for an infer restart once it is up (the first time only).
-	h := newHarness(t, cfg, func(role string, n int) string {
+	stages := [][]string{{config.RoleRouter}, {config.RoleInfer}, {config.RoleHealth}}
+	h := newHarness(t, cfg, stages, func(role string, n int) string {
 		if role == config.RoleHealth && n == 0 {
 			return "restart-infer"
 		}
@@ -250,7 +253,7 @@ func TestRestartRequests(t *testing.T) {
 func TestWedgedRoleIsKilledAndRestarted(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.HeartbeatTimeout = config.Duration(time.Second)
-	h := newHarness(t, cfg, func(role string, n int) string {
+	h := newHarness(t, cfg, [][]string{{config.RoleRouter, config.RoleInfer}}, func(role string, n int) string {
 		if role == config.RoleInfer && n == 0 {
 			return "wedge"
 		}
@@ -276,8 +279,8 @@ func TestWedgedRoleIsKilledAndRestarted(t *testing.T) {
 
 func TestStopEscalatesToSIGKILL(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.StopTimeout = config.Duration(300 * time.Millisecond)
-	h := newHarness(t, cfg, func(role string, _ int) string {
+	cfg.StopTimeout = config.Duration(2 * time.Second) // the router must stop cleanly within it, even under -race
+	h := newHarness(t, cfg, [][]string{{config.RoleRouter, config.RoleDetokenizer}}, func(role string, _ int) string {
 		if role == config.RoleDetokenizer {
 			return "ignoreterm"
 		}

@@ -27,6 +27,12 @@ func axpyF32AVX2(dst, x *float32, a float32, n int)
 //go:noescape
 func axpyF16AVX2(dst *float32, x unsafe.Pointer, a float32, n int)
 
+//go:noescape
+func madF16AVX2(acc, v unsafe.Pointer, s float32, n int)
+
+//go:noescape
+func scaleF16AVX2(acc unsafe.Pointer, s float32, n int)
+
 // hasAVX2 is fixed at start-up from the CPU's features; the kernels below
 // pick the assembly or the portable version from it.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
@@ -133,4 +139,30 @@ func DotF16(w []uint16, x []float32) float32 {
 		return dotF16AVX2(unsafe.Pointer(&w[0]), &x[0], len(x))
 	}
 	return dotF16GenericU16(w, x)
+}
+
+// MadF16 sets acc[i] = f16(f32(acc[i]) + f32(v[i])*s) for len(acc) half
+// values: an f16 accumulator as in ggml's flash attention.
+func MadF16(acc, v []uint16, s float32) {
+	if len(acc) == 0 {
+		return
+	}
+	if hasAVX2 {
+		_ = v[len(acc)-1]
+		madF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), s, len(acc))
+		return
+	}
+	madF16Generic(acc, v, s)
+}
+
+// ScaleF16 sets acc[i] = f16(f32(acc[i]) * s).
+func ScaleF16(acc []uint16, s float32) {
+	if len(acc) == 0 {
+		return
+	}
+	if hasAVX2 {
+		scaleF16AVX2(unsafe.Pointer(&acc[0]), s, len(acc))
+		return
+	}
+	scaleF16Generic(acc, s)
 }

@@ -345,3 +345,80 @@ axf16tail:
 axf16done:
 	VZEROUPPER
 	RET
+
+// func madF16AVX2(acc, v unsafe.Pointer, s float32, n int)
+// acc[i] = f16(f32(acc[i]) + f32(v[i])*s), both IEEE half (ggml_vec_mad_f16).
+TEXT ·madF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), SI
+	MOVQ         v+8(FP), DI
+	VBROADCASTSS s+16(FP), Y0
+	MOVQ         n+24(FP), CX
+
+madloop8:
+	CMPQ        CX, $8
+	JLT         madtail
+	VCVTPH2PS   (SI), Y1
+	VCVTPH2PS   (DI), Y2
+	VFMADD231PS Y2, Y0, Y1
+	VCVTPS2PH   $0, Y1, (SI)
+	ADDQ        $16, SI
+	ADDQ        $16, DI
+	SUBQ        $8, CX
+	JMP         madloop8
+
+madtail:
+	TESTQ       CX, CX
+	JEQ         maddone
+	MOVWLZX     (SI), AX
+	VMOVD       AX, X1
+	VCVTPH2PS   X1, X1
+	MOVWLZX     (DI), AX
+	VMOVD       AX, X2
+	VCVTPH2PS   X2, X2
+	VFMADD231SS X2, X0, X1
+	VCVTPS2PH   $0, X1, X1
+	VMOVD       X1, AX
+	MOVW        AX, (SI)
+	ADDQ        $2, SI
+	ADDQ        $2, DI
+	DECQ        CX
+	JMP         madtail
+
+maddone:
+	VZEROUPPER
+	RET
+
+// func scaleF16AVX2(acc unsafe.Pointer, s float32, n int)
+// acc[i] = f16(f32(acc[i]) * s)
+TEXT ·scaleF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ         acc+0(FP), SI
+	VBROADCASTSS s+8(FP), Y0
+	MOVQ         n+16(FP), CX
+
+scloop8:
+	CMPQ      CX, $8
+	JLT       sctail
+	VCVTPH2PS (SI), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0, Y1, (SI)
+	ADDQ      $16, SI
+	SUBQ      $8, CX
+	JMP       scloop8
+
+sctail:
+	TESTQ     CX, CX
+	JEQ       scdone
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS    X0, X1, X1
+	VCVTPS2PH $0, X1, X1
+	VMOVD     X1, AX
+	MOVW      AX, (SI)
+	ADDQ      $2, SI
+	DECQ      CX
+	JMP       sctail
+
+scdone:
+	VZEROUPPER
+	RET

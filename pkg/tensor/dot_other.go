@@ -21,3 +21,10 @@ func AxpyF16(dst []float32, a float32, x []uint16) { axpyF16Generic(dst, a, x) }
 
 // DotF16 returns sum f16(w[i])*x[i] over len(x).
 func DotF16(w []uint16, x []float32) float32 { return dotF16GenericU16(w, x) }
+
+// MadF16 sets acc[i] = f16(f32(acc[i]) + f32(v[i])*s) for len(acc) half
+// values: an f16 accumulator as in ggml's flash attention.
+func MadF16(acc, v []uint16, s float32) { madF16Generic(acc, v, s) }
+
+// ScaleF16 sets acc[i] = f16(f32(acc[i]) * s).
+func ScaleF16(acc []uint16, s float32) { scaleF16Generic(acc, s) }

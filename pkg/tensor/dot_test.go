@@ -181,3 +181,28 @@ func TestAxpyAndDotF16(t *testing.T) {
 		}
 	}
 }
+
+func TestMadScaleF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 5, 8, 13, 64} {
+		acc := make([]uint16, n)
+		v := make([]uint16, n)
+		for i := range acc {
+			acc[i] = F32ToF16(r.Float32()*2 - 1)
+			v[i] = F32ToF16(r.Float32()*2 - 1)
+		}
+		a1 := append([]uint16(nil), acc...)
+		a2 := append([]uint16(nil), acc...)
+		MadF16(a1, v, 0.37)
+		madF16Generic(a2, v, 0.37)
+		ScaleF16(a1, 0.81)
+		scaleF16Generic(a2, 0.81)
+		for i := range a1 {
+			want := float64(F16ToF32(acc[i])) + float64(F16ToF32(v[i]))*float64(float32(0.37))
+			want = float64(F16ToF32(F32ToF16(float32(want)))) * float64(float32(0.81))
+			if a1[i] != a2[i] || math.Abs(float64(F16ToF32(a1[i]))-want) > 2e-3 {
+				t.Fatalf("n=%d i=%d: asm %#04x generic %#04x want %v", n, i, a1[i], a2[i], want)
+			}
+		}
+	}
+}

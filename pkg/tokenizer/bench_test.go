@@ -18,20 +18,37 @@ func benchCorpus(b *testing.B) ([]string, int) {
 	return corpus.Texts, n
 }
 
-// BenchmarkEncode encodes the whole corpus per iteration; MB/s is input text.
+// BenchmarkEncode encodes the whole corpus per iteration; MB/s is input
+// text. "-nocache" runs without the word cache (every word merged afresh),
+// "-parallel" shares one tokenizer between GOMAXPROCS goroutines.
 func BenchmarkEncode(b *testing.B) {
 	texts, size := benchCorpus(b)
 	for _, name := range []string{"llama3", "qwen3", "mistral"} {
 		tk := loadFixture(b, name)
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, s := range texts {
-					tk.Encode(s, false)
+		tokens := 0
+		for _, s := range texts {
+			tokens += len(tk.Encode(s, false))
+		}
+		nocache, err := LoadDir(filepath.Join(sharedDir(b), "fixtures", "tokenizers", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		nocache.cache = nil
+		for _, v := range []struct {
+			suffix string
+			tk     *Tokenizer
+		}{{"", tk}, {"-nocache", nocache}} {
+			b.Run(name+v.suffix, func(b *testing.B) {
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, s := range texts {
+						v.tk.Encode(s, false)
+					}
 				}
-			}
-		})
+				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
 		b.Run(name+"-parallel", func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.RunParallel(func(pb *testing.PB) {
@@ -41,6 +58,7 @@ func BenchmarkEncode(b *testing.B) {
 					}
 				}
 			})
+			b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
 }

@@ -15,7 +15,7 @@ func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b
 // fallback (SentencePiece-converted models).
 type bpeModel struct {
 	vocab  map[string]int32 // token text → id
-	merges map[uint64]bpeMerge
+	merges mergeTable
 
 	// byteLevel: words arrive as raw bytes and each byte is one symbol, the
 	// vocabulary's byte-level character for it (byteToID).
@@ -146,7 +146,7 @@ func (m *bpeModel) mergeAll(ids []int32, sc *bpeScratch) []int32 {
 	}
 	next[n-1] = -1
 	for i := 0; i+1 < n; i++ {
-		if mg, ok := m.merges[pairKey(ids[i], ids[i+1])]; ok {
+		if mg, ok := m.merges.get(ids[i], ids[i+1]); ok {
 			h = heapPush(h, bpeCand{mg.rank, int32(i), mg.newID})
 		}
 	}
@@ -158,7 +158,7 @@ func (m *bpeModel) mergeAll(ids []int32, sc *bpeScratch) []int32 {
 			continue
 		}
 		right := next[pos]
-		mg, ok := m.merges[pairKey(ids[pos], ids[right])]
+		mg, ok := m.merges.get(ids[pos], ids[right])
 		if !ok || mg.newID != top.newID {
 			continue // stale entry: one side changed since it was queued
 		}
@@ -169,12 +169,12 @@ func (m *bpeModel) mergeAll(ids []int32, sc *bpeScratch) []int32 {
 			prev[nr] = pos
 		}
 		if p := prev[pos]; p >= 0 {
-			if mg, ok := m.merges[pairKey(ids[p], ids[pos])]; ok {
+			if mg, ok := m.merges.get(ids[p], ids[pos]); ok {
 				h = heapPush(h, bpeCand{mg.rank, p, mg.newID})
 			}
 		}
 		if nx := next[pos]; nx >= 0 {
-			if mg, ok := m.merges[pairKey(ids[pos], ids[nx])]; ok {
+			if mg, ok := m.merges.get(ids[pos], ids[nx]); ok {
 				h = heapPush(h, bpeCand{mg.rank, pos, mg.newID})
 			}
 		}

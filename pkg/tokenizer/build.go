@@ -12,16 +12,14 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
 	}
-	if f.Model.Type != "BPE" && !(f.Model.Type == "" && f.Model.Merges != nil) {
-		return nil, fmt.Errorf("%w: model %q (only BPE)", ErrUnsupported, f.Model.Type)
-	}
-	if f.Model.Dropout != nil && *f.Model.Dropout > 0 {
-		return nil, fmt.Errorf("%w: BPE dropout %v", ErrUnsupported, *f.Model.Dropout)
+	model, err := parseModel(f.Model)
+	if err != nil {
+		return nil, err
 	}
 	t := &Tokenizer{bos: -1, eos: -1, unk: -1, pad: -1, chatTemplate: cfg.ChatTemplate}
 
 	size := 0
-	for _, id := range f.Model.Vocab {
+	for _, id := range model.Vocab {
 		size = max(size, int(id)+1)
 	}
 	for _, a := range f.AddedTokens {
@@ -29,7 +27,7 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	}
 	t.vocab, t.known, t.special = make([]string, size), make([]bool, size), make([]bool, size)
 	t.byID = make(map[string]int32, size)
-	for s, id := range f.Model.Vocab {
+	for s, id := range model.Vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("vocab: negative id %d for %q", id, s)
 		}
@@ -37,7 +35,6 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 		t.byID[s] = id
 	}
 
-	var err error
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
@@ -52,7 +49,7 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	if !byteLevel {
 		t.bl = nil // TokenBytes then reads ▁ / <0xXX> forms
 	}
-	if t.bpe, err = newBPEFromHF(f.Model, t.bl); err != nil {
+	if t.bpe, err = newBPEFromHF(model, t.bl); err != nil {
 		return nil, err
 	}
 
@@ -80,8 +77,8 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	}
 	t.bos, t.eos, t.pad = lookupOr(lookup, cfg.BOSToken), lookupOr(lookup, cfg.EOSToken), lookupOr(lookup, cfg.PADToken)
 	t.unk = lookupOr(lookup, cfg.UNKToken)
-	if f.Model.UnkToken != nil {
-		t.unk = lookupOr(lookup, *f.Model.UnkToken)
+	if model.UnkToken != nil {
+		t.unk = lookupOr(lookup, *model.UnkToken)
 	}
 	prefix, suffix, found, err := parsePostProcessor(f.PostProcessor, lookup)
 	if err != nil {
@@ -98,7 +95,35 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 		prefix, suffix = flagIDs(deref(cfg.AddBOS, false), t.bos), flagIDs(deref(cfg.AddEOS, false), t.eos)
 	}
 	t.prefixIDs, t.suffixIDs = prefix, suffix
+	modelTokens := make([]string, 0, len(model.Vocab))
+	for s := range model.Vocab {
+		modelTokens = append(modelTokens, s)
+	}
+	t.splitMeta = t.pre == nil && metaSplitSafe(modelTokens, nil)
+	t.cache = newWordCache()
 	return t, nil
+}
+
+// parseModel reads the model section; only BPE is supported.
+func parseModel(raw json.RawMessage) (hfModel, error) {
+	var head struct {
+		Type   string          `json:"type"`
+		Merges json.RawMessage `json:"merges"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return hfModel{}, fmt.Errorf("model: %w", err)
+	}
+	if head.Type != "BPE" && !(head.Type == "" && head.Merges != nil) {
+		return hfModel{}, fmt.Errorf("%w: model %q (only BPE)", ErrUnsupported, head.Type)
+	}
+	var m hfModel
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return hfModel{}, fmt.Errorf("model: %w", err)
+	}
+	if m.Dropout != nil && *m.Dropout > 0 {
+		return hfModel{}, fmt.Errorf("%w: BPE dropout %v", ErrUnsupported, *m.Dropout)
+	}
+	return m, nil
 }
 
 func deref(b *bool, def bool) bool {
@@ -149,7 +174,7 @@ func newBPEFromHF(hm hfModel, bl *byteLevelMap) (*bpeModel, error) {
 		}
 		m.unk = id
 	}
-	m.merges = make(map[uint64]bpeMerge, len(pairs))
+	mb := newMergeBuilder(len(pairs))
 	for rank, p := range pairs {
 		a, okA := hm.Vocab[p[0]]
 		b, okB := hm.Vocab[p[1]]
@@ -161,11 +186,9 @@ func newBPEFromHF(hm hfModel, bl *byteLevelMap) (*bpeModel, error) {
 		if !ok {
 			return nil, fmt.Errorf("merge %d %q %q: result not in vocab", rank, p[0], p[1])
 		}
-		k := pairKey(a, b)
-		if _, dup := m.merges[k]; !dup {
-			m.merges[k] = bpeMerge{rank: int32(rank), newID: n}
-		}
+		mb.add(a, b, bpeMerge{rank: int32(rank), newID: n})
 	}
+	m.merges = mb.build()
 	m.setByteTables(bl)
 	return m, nil
 }

@@ -164,6 +164,12 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 	default:
 		return nil, fmt.Errorf("%w: gguf tokenizer model %q", ErrUnsupported, v.Model)
 	}
+	isAdded := make([]bool, n)
+	for _, a := range added {
+		isAdded[a.id] = true
+	}
+	t.splitMeta = t.pre == nil && metaSplitSafe(t.vocab, isAdded)
+	t.cache = newWordCache()
 	return t, nil
 }
 
@@ -194,8 +200,8 @@ func newBPEFromGGUF(v GGUFVocab, byID map[string]int32, bl *byteLevelMap, ignore
 	if len(v.Merges) == 0 {
 		return nil, errors.New("gguf vocab: gpt2 tokenizer without merges")
 	}
-	m := &bpeModel{vocab: byID, unk: -1, ignoreMerges: ignoreMerges, bl: bl,
-		merges: make(map[uint64]bpeMerge, len(v.Merges))}
+	m := &bpeModel{vocab: byID, unk: -1, ignoreMerges: ignoreMerges, bl: bl}
+	mb := newMergeBuilder(len(v.Merges))
 	for rank, line := range v.Merges {
 		// llama.cpp splits at the first space after the first byte.
 		sp := -1
@@ -213,10 +219,9 @@ func newBPEFromGGUF(v GGUFVocab, byID map[string]int32, bl *byteLevelMap, ignore
 		if !okA || !okB || !okC {
 			continue // a merge whose parts or result are not tokens can never apply
 		}
-		if _, dup := m.merges[pairKey(a, b)]; !dup {
-			m.merges[pairKey(a, b)] = bpeMerge{rank: int32(rank), newID: c}
-		}
+		mb.add(a, b, bpeMerge{rank: int32(rank), newID: c})
 	}
+	m.merges = mb.build()
 	m.setByteTables(bl)
 	return m, nil
 }

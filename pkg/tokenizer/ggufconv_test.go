@@ -14,7 +14,7 @@ import (
 // "a b" merges, added tokens as control / user-defined. The file has no
 // SentencePiece scores, so a piece scores minus the rank of the merge that
 // makes it: merging by score then follows the merge order.
-func vocabFromHF(t *testing.T, path, model, pre string) GGUFVocab {
+func vocabFromHF(t *testing.T, path, ggufModel, pre string) GGUFVocab {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -24,22 +24,26 @@ func vocabFromHF(t *testing.T, path, model, pre string) GGUFVocab {
 	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
-	pairs, err := parseMerges(f.Model.Merges)
+	model, err := parseModel(f.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := parseMerges(model.Merges)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, id := range f.Model.Vocab {
+	for _, id := range model.Vocab {
 		n = max(n, int(id)+1)
 	}
 	for _, a := range f.AddedTokens {
 		n = max(n, int(a.ID)+1)
 	}
-	v := GGUFVocab{Model: model, Pre: pre, Tokens: make([]string, n), Types: make([]int32, n),
+	v := GGUFVocab{Model: ggufModel, Pre: pre, Tokens: make([]string, n), Types: make([]int32, n),
 		Scores: make([]float32, n), BOS: -1, EOS: -1, UNK: -1, PAD: -1}
-	for s, id := range f.Model.Vocab {
+	for s, id := range model.Vocab {
 		v.Tokens[id], v.Types[id] = s, TokenNormal
-		if _, ok := parseByteToken(s); ok && model == "llama" {
+		if _, ok := parseByteToken(s); ok && ggufModel == "llama" {
 			v.Types[id] = TokenByte
 		}
 	}
@@ -51,11 +55,11 @@ func vocabFromHF(t *testing.T, path, model, pre string) GGUFVocab {
 	}
 	for rank, p := range pairs {
 		v.Merges = append(v.Merges, p[0]+" "+p[1])
-		if id, ok := f.Model.Vocab[p[0]+p[1]]; ok && model == "llama" {
+		if id, ok := model.Vocab[p[0]+p[1]]; ok && ggufModel == "llama" {
 			v.Scores[id] = -float32(rank)
 		}
 	}
-	v.AddSpacePrefix = model == "llama"
+	v.AddSpacePrefix = ggufModel == "llama"
 	return v
 }
 

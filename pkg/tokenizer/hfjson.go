@@ -19,7 +19,7 @@ type hfFile struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
-	Model         hfModel         `json:"model"`
+	Model         json.RawMessage `json:"model"` // hfModel once the type is known
 }
 
 type hfAddedToken struct {

@@ -207,6 +207,11 @@ type splitPreTokenizer struct {
 }
 
 func (p splitPreTokenizer) split(dst []string, s string, _ bool) []string {
+	if f, ok := p.finder.(fastFinder); ok && p.behavior == splitIsolated && !p.invert {
+		// The fast patterns tile the text: every match is a piece.
+		f.each(s, func(start, end int) { dst = append(dst, s[start:end]) })
+		return dst
+	}
 	return applySplit(dst, s, p.finder, p.behavior, p.invert)
 }
 

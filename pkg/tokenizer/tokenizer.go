@@ -11,6 +11,7 @@ package tokenizer
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Tokenizer encodes text to token ids and back.
@@ -33,7 +34,9 @@ type Tokenizer struct {
 	bos, eos, unk, pad   int32
 	chatTemplate         string
 
-	scratch sync.Pool // *encodeScratch
+	splitMeta bool       // cut un-pre-tokenized text before each "▁" that follows another character
+	cache     *wordCache // ids of short words already encoded
+	scratch   sync.Pool  // *encodeScratch
 }
 
 type encodeScratch struct {
@@ -92,17 +95,81 @@ func (t *Tokenizer) encodeSegment(out []int32, s string, first bool, sc *encodeS
 	if s == "" {
 		return out
 	}
-	if t.spm != nil {
-		return t.spm.encode(out, s)
-	}
 	if t.pre == nil {
-		return t.bpe.encode(out, s, &sc.bpe)
+		// Byte positions only equal character boundaries in valid UTF-8.
+		if !t.splitMeta || !utf8.ValidString(s) {
+			return t.encodeWord(out, s, sc)
+		}
+		for len(s) > 0 {
+			n := nextMetaBoundary(s)
+			out = t.encodeWord(out, s[:n], sc)
+			s = s[n:]
+		}
+		return out
 	}
 	sc.words = t.pre.split(sc.words[:0], s, first)
 	for _, w := range sc.words {
-		out = t.bpe.encode(out, w, &sc.bpe)
+		out = t.encodeWord(out, w, sc)
 	}
 	return out
+}
+
+// encodeWord runs the model on one word, through the word cache.
+func (t *Tokenizer) encodeWord(out []int32, w string, sc *encodeScratch) []int32 {
+	cacheable := t.cache != nil && len(w) <= cacheMaxWordLen
+	if cacheable {
+		if ids, ok := t.cache.get(w); ok {
+			return append(out, ids...)
+		}
+	}
+	n := len(out)
+	if t.spm != nil {
+		out = t.spm.encode(out, w)
+	} else {
+		out = t.bpe.encode(out, w, &sc.bpe)
+	}
+	if cacheable {
+		t.cache.put(w, out[n:])
+	}
+	return out
+}
+
+// metaBoundaryAt reports whether s[i:] starts with "▁" that follows a
+// character other than "▁".
+func metaBoundaryAt(s string, i int) bool {
+	return i > 0 && s[i] == metaspace[0] && strings.HasPrefix(s[i:], metaspace) &&
+		!(i >= len(metaspace) && s[i-len(metaspace):i] == metaspace)
+}
+
+// nextMetaBoundary is the length of the first piece of s when s is cut at
+// every metaBoundaryAt.
+func nextMetaBoundary(s string) int {
+	for i := 1; i < len(s); i++ {
+		if metaBoundaryAt(s, i) {
+			return i
+		}
+	}
+	return len(s)
+}
+
+const metaspace = "▁"
+
+// metaSplitSafe reports whether no model token (added tokens are matched
+// before the model runs) contains a metaBoundaryAt. Then no merge can join
+// across such a point, so cutting the text there changes nothing but the
+// cost: merging one long word is superlinear, and short words hit the cache.
+func metaSplitSafe(tokens []string, added []bool) bool {
+	for id, tok := range tokens {
+		if added != nil && added[id] {
+			continue
+		}
+		for i := 1; i < len(tok); i++ {
+			if metaBoundaryAt(tok, i) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // VocabSize is the number of ids (highest id + 1), added tokens included.
@@ -159,5 +226,5 @@ func (t *Tokenizer) TokenBytes(id int32) []byte {
 	if b, ok := parseByteToken(s); ok {
 		return []byte{b}
 	}
-	return []byte(strings.ReplaceAll(s, "▁", " "))
+	return []byte(strings.ReplaceAll(s, metaspace, " "))
 }

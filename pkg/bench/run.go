@@ -1,0 +1,151 @@
+// Package bench is `lightllm bench`: a serving benchmark for any
+// OpenAI-compatible or LightLLM-native server, measuring the way vLLM's
+// `bench serve` (and LightLLM's benchmark_sharegpt.py, adapted from it)
+// does: streaming requests sent at gamma-distributed arrival times or at a
+// fixed concurrency, TTFT, TPOT, ITL and end-to-end latency per request,
+// throughput, and goodput under SLOs.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	URL            string  // server base URL, e.g. http://127.0.0.1:8000
+	API            API     // wire format
+	Model          string  // OpenAI "model"; empty: ask /v1/models, else "default"
+	RequestRate    float64 // requests/s; +Inf sends all at once
+	Burstiness     float64 // gamma shape of the arrival gaps; 1 = Poisson
+	MaxConcurrency int     // 0: unlimited
+	IgnoreEOS      bool
+	Seed           uint64
+	SLO            SLO
+	RequestTimeout time.Duration // per request; 0: none
+
+	Tokenizer Tokenizer    // counts output tokens when the server does not
+	Client    *http.Client // nil: a client pooled for MaxConcurrency
+	Progress  io.Writer    // nil: no progress bar
+	DatasetID string       // for the report: "random" or "sharegpt:FILE"
+}
+
+// Validate checks the configuration before anything is sent.
+func (c *Config) Validate() error {
+	switch {
+	case c.URL == "":
+		return errors.New("bench: --url is required")
+	case !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://"):
+		return fmt.Errorf("bench: --url %q must start with http:// or https://", c.URL)
+	case c.API != APICompletions && c.API != APIChat && c.API != APILightLLM:
+		return fmt.Errorf("bench: --api %q: want %s, %s or %s", c.API, APICompletions, APIChat, APILightLLM)
+	case !(c.RequestRate > 0):
+		return fmt.Errorf("bench: --request-rate must be > 0 or inf, got %g", c.RequestRate)
+	case !(c.Burstiness > 0) || math.IsInf(c.Burstiness, 0):
+		return fmt.Errorf("bench: --burstiness must be a positive number, got %g", c.Burstiness)
+	case c.MaxConcurrency < 0:
+		return fmt.Errorf("bench: --max-concurrency must be >= 0, got %d", c.MaxConcurrency)
+	}
+	c.URL = strings.TrimRight(c.URL, "/")
+	return nil
+}
+
+// Run sends every sample and measures the server. When ctx is canceled
+// (Ctrl-C) it stops sending, cuts off the requests in flight and returns
+// the report of what finished, marked Interrupted, with a nil error.
+func Run(ctx context.Context, cfg Config, samples []Sample) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(samples) == 0 {
+		return nil, errors.New("bench: no samples to send")
+	}
+	client := cfg.Client
+	if client == nil {
+		conns := cfg.MaxConcurrency
+		if conns == 0 {
+			conns = len(samples)
+		}
+		client = &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			MaxIdleConns:        conns,
+			MaxIdleConnsPerHost: conns,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true, // compression would batch SSE chunks
+		}}
+		defer client.CloseIdleConnections()
+	}
+	if cfg.Model == "" && cfg.API != APILightLLM {
+		if m, err := DetectModel(ctx, client, cfg.URL); err == nil {
+			cfg.Model = m
+		} else {
+			cfg.Model = "default"
+		}
+	}
+
+	arrivals := Arrivals(len(samples), cfg.RequestRate, cfg.Burstiness, cfg.Seed)
+	start := time.Now()
+	q := &requester{client: client, url: cfg.URL, api: cfg.API, model: cfg.Model,
+		ignoreEOS: cfg.IgnoreEOS, tok: cfg.Tokenizer, start: start, now: time.Now}
+	results := make([]*Result, len(samples))
+	prog := newProgress(cfg.Progress, len(samples))
+	var sem chan struct{}
+	if cfg.MaxConcurrency > 0 {
+		sem = make(chan struct{}, cfg.MaxConcurrency)
+	}
+	var wg sync.WaitGroup
+	interrupted := false
+dispatch:
+	for i, s := range samples {
+		if wait := time.Until(start.Add(arrivals[i])); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				interrupted = true
+				break dispatch
+			}
+		}
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				interrupted = true
+				break dispatch
+			}
+		}
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		wg.Go(func() {
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if cfg.RequestTimeout > 0 {
+				rctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
+			}
+			r := q.do(rctx, s)
+			cancel()
+			if r.Canceled && ctx.Err() == nil {
+				r.Canceled = false // our own per-request timeout: a failure
+			}
+			results[i] = r
+			if sem != nil {
+				<-sem
+			}
+			prog.done(r)
+		})
+	}
+	wg.Wait()
+	duration := time.Since(start)
+	prog.finish()
+	interrupted = interrupted || ctx.Err() != nil
+	return newReport(cfg, results, duration, interrupted, len(samples)), nil
+}

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/bench"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+)
+
+// goodputArg matches the extra "tpot:MS" words that follow --goodput, as in
+// vLLM's `--goodput ttft:500 tpot:50`.
+var goodputArg = regexp.MustCompile(`^(?i)(ttft|tpot|e2el):[0-9.eE+-]+$`)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		cfg                  bench.Config
+		api, rate, dataset   string
+		tokDir, jsonOut, svg string
+		numPrompts           int
+		inputLen, outputLen  int
+		rangeRatio           float64
+		goodput              []string
+		seed                 int64
+	)
+	cmd := &cobra.Command{
+		Use:   "bench --url http://HOST:PORT [flags]",
+		Short: "Benchmark a serving endpoint (OpenAI-compatible or LightLLM native) like vLLM's bench serve",
+		Long: "Sends streaming requests from a ShareGPT file or random prompts at a request rate (gamma arrivals,\n" +
+			"burstiness 1 = Poisson) or at a fixed concurrency, and reports throughput, TTFT, TPOT, ITL, end-to-end\n" +
+			"latency and goodput. Works against lightllm, vLLM, SGLang and llama.cpp's server alike.\n" +
+			"Ctrl-C stops sending and prints the partial report.",
+		Example: "  lightllm bench --url http://127.0.0.1:8000 --api openai-completions --dataset random \\\n" +
+			"      --tokenizer ./model --num-prompts 200 --request-rate 4 --input-len 512 --output-len 128 \\\n" +
+			"      --goodput ttft:500 tpot:50 --json out.json --plot out.svg",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if len(goodput) == 0 || !goodputArg.MatchString(a) {
+					return fmt.Errorf("unexpected argument %q", a)
+				}
+				goodput = append(goodput, a)
+			}
+			cfg.API = bench.API(api)
+			r, err := parseRate(rate)
+			if err != nil {
+				return err
+			}
+			cfg.RequestRate = r
+			if cfg.SLO, err = bench.ParseGoodput(goodput); err != nil {
+				return err
+			}
+			if numPrompts < 1 {
+				return fmt.Errorf("--num-prompts must be >= 1, got %d", numPrompts)
+			}
+			cfg.Seed = uint64(seed)
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if svg != "" && !strings.HasSuffix(strings.ToLower(svg), ".svg") {
+				return fmt.Errorf("--plot %s: the file name must end in .svg", svg)
+			}
+			if tokDir != "" {
+				tk, err := tokenizer.Load(tokDir)
+				if err != nil {
+					return fmt.Errorf("--tokenizer: %w", err)
+				}
+				cfg.Tokenizer = tk
+			}
+			var samples []bench.Sample
+			switch {
+			case dataset == "random":
+				samples, err = bench.RandomSamples(cfg.Tokenizer, numPrompts, inputLen, outputLen, rangeRatio, cfg.Seed)
+			case strings.HasPrefix(dataset, "sharegpt:"):
+				fixed := 0
+				if cmd.Flags().Changed("output-len") {
+					fixed = outputLen
+				}
+				samples, err = bench.LoadShareGPT(strings.TrimPrefix(dataset, "sharegpt:"), cfg.Tokenizer, numPrompts, cfg.Seed, fixed)
+			default:
+				err = fmt.Errorf("--dataset %q: want random or sharegpt:FILE.json", dataset)
+			}
+			if err != nil {
+				return err
+			}
+			if len(samples) < numPrompts {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: the dataset yields %d valid prompts, fewer than --num-prompts %d\n", len(samples), numPrompts)
+			}
+			cfg.DatasetID = dataset
+			if bench.IsTerminal(os.Stderr) {
+				cfg.Progress = os.Stderr
+			}
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := bench.Run(ctx, cfg, samples)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if jsonOut != "" {
+				if err := rep.WriteJSON(jsonOut); err != nil {
+					return err
+				}
+			}
+			if svg != "" {
+				if err := rep.WritePlot(svg); err != nil {
+					return err
+				}
+			}
+			if rep.Interrupted {
+				return errors.New("benchmark interrupted: the report above is partial")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.URL, "url", "", "server base URL, e.g. http://127.0.0.1:8000 (required)")
+	f.StringVar(&api, "api", string(bench.APICompletions), "wire format: openai-completions, openai-chat or lightllm")
+	f.StringVar(&cfg.Model, "model", "", "model name sent to OpenAI endpoints (default: first of GET /v1/models)")
+	f.StringVar(&dataset, "dataset", "random", "random, or sharegpt:FILE.json")
+	f.IntVar(&numPrompts, "num-prompts", 1000, "number of requests")
+	f.StringVar(&rate, "request-rate", "inf", "requests per second, or inf to send all at once")
+	f.Float64Var(&cfg.Burstiness, "burstiness", 1.0, "gamma shape of arrival gaps: 1 = Poisson, <1 burstier, >1 steadier")
+	f.IntVar(&cfg.MaxConcurrency, "max-concurrency", 0, "most requests in flight at once (0: unlimited)")
+	f.IntVar(&inputLen, "input-len", 1024, "random dataset: prompt tokens")
+	f.IntVar(&outputLen, "output-len", 128, "output tokens (random dataset; for sharegpt only when given)")
+	f.Float64Var(&rangeRatio, "range-ratio", 0, "random dataset: lengths drawn from [L*(1-r), L*(1+r)]")
+	f.BoolVar(&cfg.IgnoreEOS, "ignore-eos", false, "ask the server to ignore EOS (vLLM/SGLang/LightLLM extension)")
+	f.Int64Var(&seed, "seed", 0, "seed for sampling prompts and arrival times")
+	f.StringVar(&tokDir, "tokenizer", "", "tokenizer directory (tokenizer.json) or .gguf file: needed for datasets")
+	f.StringSliceVar(&goodput, "goodput", nil, "SLOs in ms for goodput: ttft:MS tpot:MS e2el:MS")
+	f.StringVar(&jsonOut, "json", "", "write the full report as JSON to this file")
+	f.StringVar(&svg, "plot", "", "write TTFT/TPOT CDFs and throughput over time to this .svg file")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 6*time.Hour, "give up on a single request after this long")
+	return cmd
+}
+
+func parseRate(s string) (float64, error) {
+	if strings.EqualFold(s, "inf") {
+		return math.Inf(1), nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(r > 0) {
+		return 0, fmt.Errorf("--request-rate %q: want a positive number or inf", s)
+	}
+	return r, nil
+}
+
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/model"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
+)
+
+// BenchOptions mirror shared/tools/llamacpp-ref/bench.mjs's arguments.
+type BenchOptions struct {
+	PromptTokens int   // prefill test prompt length (bench.mjs default 512)
+	GenTokens    int   // tokens generated per sequence in the decode tests (64)
+	Sequences    []int // decode tests with this many sequences at once (1,4,16)
+}
+
+// BenchModel loads a model and runs Bench on it; the result also names the
+// model and the thread count, as bench.mjs prints them.
+func BenchModel(ctx context.Context, path string, threads int, o BenchOptions) (map[string]any, error) {
+	m, err := model.Load(path, model.LoadOptions{Threads: threads, NoTokenizer: true})
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	defer m.Close()
+	res, err := Bench(ctx, m, o)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"model": path, "threads": m.Threads()}
+	for k, v := range res {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Bench measures the engine over m the way bench.mjs measures llama.cpp:
+// prefill_tok_s is the prompt length over the time to prefill a pseudo-random
+// prompt (in chunks of up to 512 tokens, llama.cpp's batch); decode_tok_s_xS
+// is S*GenTokens over the time for S sequences, each with the prompt's first
+// 16 tokens, to generate GenTokens greedy tokens together (their short
+// prefill included, as in bench.mjs). overhead_pct_xS is the share of that
+// time spent in the engine outside model.Forward.
+func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64, error) {
+	if o.PromptTokens < 1 || o.GenTokens < 1 || len(o.Sequences) == 0 {
+		return nil, fmt.Errorf("bench: prompt_tokens %d and gen_tokens %d must be >= 1, with at least one sequence count",
+			o.PromptTokens, o.GenTokens)
+	}
+	for _, s := range o.Sequences {
+		if s < 1 {
+			return nil, fmt.Errorf("bench: sequence count %d must be >= 1", s)
+		}
+	}
+	vocab := m.Config().Vocab
+	prompt := benchPrompt(o.PromptTokens, vocab)
+	res := map[string]float64{}
+
+	greedy := sampler.DefaultParams()
+	greedy.IgnoreEOS = true
+	ctxLen := o.PromptTokens + o.GenTokens + 8
+	greedy.MaxNewTokens = 1
+	d, _, err := benchRun(ctx, m, Options{MaxTotalTokens: ctxLen, MaxReqTotalLen: ctxLen,
+		BatchMaxTokens: min(512, o.PromptTokens), DisablePromptCache: true, SkipLogProbs: true}, [][]int32{prompt}, greedy)
+	if err != nil {
+		return nil, err
+	}
+	res["prefill_tok_s"] = round2(float64(o.PromptTokens) / d.Seconds())
+
+	short := prompt[:min(16, len(prompt))]
+	greedy.MaxNewTokens = o.GenTokens
+	for _, s := range o.Sequences {
+		prompts := make([][]int32, s)
+		for i := range prompts {
+			prompts[i] = short
+		}
+		d, st, err := benchRun(ctx, m, Options{MaxTotalTokens: s * (o.GenTokens + 40), MaxReqTotalLen: len(short) + o.GenTokens,
+			BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
+		if err != nil {
+			return nil, err
+		}
+		res[fmt.Sprintf("decode_tok_s_x%d", s)] = round2(float64(s*o.GenTokens) / d.Seconds())
+		res[fmt.Sprintf("overhead_pct_x%d", s)] = round2(100 * float64(st.StepTime-st.ForwardTime) / float64(st.StepTime))
+	}
+	return res, nil
+}
+
+// benchRun runs prompts to completion on a fresh engine and times it.
+func benchRun(ctx context.Context, m Forwarder, opts Options, prompts [][]int32, p sampler.Params) (time.Duration, Stats, error) {
+	e, err := New(m, opts)
+	if err != nil {
+		return 0, Stats{}, fmt.Errorf("bench: %w", err)
+	}
+	start := time.Now()
+	for i, pr := range prompts {
+		if err := e.Add(Request{ID: uint64(i), Prompt: pr, Params: p}); err != nil {
+			return 0, Stats{}, fmt.Errorf("bench: %w", err)
+		}
+	}
+	for e.HasWork() {
+		if err := ctx.Err(); err != nil {
+			return 0, Stats{}, fmt.Errorf("bench interrupted: %w", err)
+		}
+		if _, err := e.Step(); err != nil {
+			return 0, Stats{}, fmt.Errorf("bench: %w", err)
+		}
+	}
+	return time.Since(start), e.Stats(), nil
+}
+
+// benchPrompt is bench.mjs's prompt: a fixed pseudo-random walk over the
+// vocabulary (no zeros, no BOS). JavaScript computes x*1103515245+12345 in
+// float64 (rounding once the product passes 2^53) and then takes it modulo
+// 2^32 (>>> 0); this does the same so the ids are identical.
+func benchPrompt(n, vocab int) []int32 {
+	mod := uint32(max(1, min(vocab, 30000)-3))
+	x := uint32(12345)
+	out := make([]int32, n)
+	for i := range out {
+		// The explicit conversion forbids fusing into an FMA, which would skip JS's rounding.
+		f := float64(float64(x)*1103515245) + 12345
+		x = uint32(uint64(int64(f)))
+		out[i] = int32(3 + x%mod)
+	}
+	return out
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }

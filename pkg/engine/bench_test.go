@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/model"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
+)
+
+// The ids node prints for bench.mjs's prompt walk (vocabularies of 512 and
+// 32000 tokens): they pin the float64 rounding JavaScript does.
+func TestBenchPromptMatchesBenchMJS(t *testing.T) {
+	cases := map[int][]int32{
+		512:   {33, 63, 272, 16, 443, 95, 49, 314, 449, 326, 40, 208, 282, 480, 39, 356, 334, 452, 231, 99, 267, 111, 271, 100},
+		32000: {11733, 17692, 13776, 2224, 18345, 25975, 11686, 5603, 18297, 8861, 22542, 17918, 3238, 2781, 7643, 29682, 11822, 8275, 26089, 2958, 17429, 11708, 1538, 22779},
+	}
+	for vocab, want := range cases {
+		if got := benchPrompt(len(want), vocab); !slices.Equal(got, want) {
+			t.Errorf("vocab %d: %v, want %v", vocab, got, want)
+		}
+	}
+}
+
+// nullModel is a test double whose Forward does nothing but write constant
+// logits: it isolates the engine's own cost per step.
+type nullModel struct{ vocab int }
+
+func (n nullModel) Config() ModelConfig {
+	return model.Config{Vocab: n.vocab, MaxPos: 1 << 20, EOS: []int32{2}}
+}
+func (n nullModel) NewKV(int) *KV { return nil }
+func (n nullModel) Forward(b *Batch, _ *KV, logits [][]float32) error {
+	for i, s := range b.Seqs {
+		if s.WantLogits {
+			logits[i][int(b.Tokens[s.Start+s.Len-1])%n.vocab] = 1
+		}
+	}
+	return nil
+}
+
+func TestBenchReportsEveryRate(t *testing.T) {
+	res, err := Bench(context.Background(), nullModel{vocab: 64}, BenchOptions{PromptTokens: 40, GenTokens: 8, Sequences: []int{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"prefill_tok_s", "decode_tok_s_x1", "decode_tok_s_x3", "overhead_pct_x1", "overhead_pct_x3"} {
+		if v, ok := res[k]; !ok || !(v > 0) {
+			t.Errorf("%s = %v (present %v)", k, v, ok)
+		}
+	}
+	for _, bad := range []BenchOptions{{PromptTokens: 0, GenTokens: 1, Sequences: []int{1}}, {PromptTokens: 1, GenTokens: 1}, {PromptTokens: 1, GenTokens: 1, Sequences: []int{0}}} {
+		if _, err := Bench(context.Background(), nullModel{vocab: 64}, bad); err == nil {
+			t.Errorf("%+v: want error", bad)
+		}
+	}
+}
+
+// BenchmarkStepOverhead is the engine's cost per decode step (batching,
+// KV allocation, sampling over a 32000-token vocabulary, bookkeeping) with a
+// model that costs nothing.
+func BenchmarkStepOverhead(b *testing.B) {
+	for _, c := range []struct {
+		n    int
+		skip bool
+	}{{1, false}, {16, false}, {16, true}, {64, true}} {
+		n := c.n
+		b.Run(fmt.Sprintf("x%d/skip_logprob=%v", n, c.skip), func(b *testing.B) {
+			e, err := New(nullModel{vocab: 32000}, Options{MaxTotalTokens: 1 << 20, SkipLogProbs: c.skip})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range n {
+				p := sampler.DefaultParams()
+				p.MaxNewTokens, p.IgnoreEOS = 1<<30, true
+				if err := e.Add(Request{ID: uint64(i), Prompt: []int32{1, 5, 9}, Params: p}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_, _ = e.Step()
+			for b.Loop() {
+				if _, err := e.Step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/token")
+		})
+	}
+}

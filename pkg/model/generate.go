@@ -1,0 +1,318 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/safetensors"
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+)
+
+// GenOptions describes a random-weight model (for tests and benchmarks).
+type GenOptions struct {
+	Arch                                    string // llama | mistral | qwen2 | qwen3
+	Hidden, Layers, Heads, KVHeads, HeadDim int    // HeadDim 0: Hidden/Heads
+	FFN, Vocab, MaxPos                      int    // MaxPos 0: 2048
+	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0
+	Seed                                    uint64
+	Tied                                    bool    // output head shares the embedding
+	RopeTheta                               float64 // 0: 10000
+	RMSEps                                  float64 // 0: 1e-5
+}
+
+func (o *GenOptions) normalize() (tensor.DType, error) {
+	if !knownArchs[o.Arch] {
+		return 0, fmt.Errorf("gen-model: unknown architecture %q (llama, mistral, qwen2, qwen3)", o.Arch)
+	}
+	if o.KVHeads == 0 {
+		o.KVHeads = o.Heads
+	}
+	if o.HeadDim == 0 && o.Heads > 0 {
+		o.HeadDim = o.Hidden / o.Heads
+	}
+	if o.MaxPos == 0 {
+		o.MaxPos = 2048
+	}
+	if o.RopeTheta == 0 {
+		o.RopeTheta = 10000
+	}
+	if o.RMSEps == 0 {
+		o.RMSEps = 1e-5
+	}
+	switch {
+	case o.Hidden <= 0 || o.Layers <= 0 || o.Heads <= 0 || o.KVHeads <= 0 || o.FFN <= 0:
+		return 0, fmt.Errorf("gen-model: sizes must be positive: %+v", *o)
+	case o.Heads%o.KVHeads != 0:
+		return 0, fmt.Errorf("gen-model: %d heads are not a multiple of %d KV heads", o.Heads, o.KVHeads)
+	case o.HeadDim <= 0 || o.HeadDim%2 != 0:
+		return 0, fmt.Errorf("gen-model: head dimension %d must be positive and even", o.HeadDim)
+	}
+	dt, err := tensor.ParseDType(o.DType)
+	if err != nil {
+		return 0, fmt.Errorf("gen-model: %w", err)
+	}
+	if dt.Quantized() {
+		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim} {
+			if n%tensor.QK != 0 {
+				return 0, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", dt, tensor.QK, n)
+			}
+		}
+	}
+	if _, err := newGenVocab(o.Vocab); err != nil {
+		return 0, fmt.Errorf("gen-model: %w", err)
+	}
+	return dt, nil
+}
+
+// sqrt3 scales a unit-range uniform to unit standard deviation.
+const sqrt3 = 1.7320508
+
+// genTensor is one weight of a generated model, named as in GGUF.
+type genTensor struct {
+	name       string
+	rows, cols int     // rows == 0: a vector of cols values
+	std        float32 // spread of the uniform values
+	center     float32 // 1 for norm weights
+	ropeHeads  int     // > 0: q/k rows to permute to GGUF's adjacent-pair RoPE layout
+}
+
+func (o *GenOptions) tensors() []genTensor {
+	H, qDim, kvDim := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
+	lin := func(rows, cols int) float32 { return float32(0.5 / math.Sqrt(float64(cols))) }
+	ts := []genTensor{{name: "token_embd.weight", rows: o.Vocab, cols: H, std: 0.5}}
+	for i := 0; i < o.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			genTensor{name: p + "attn_norm.weight", cols: H, std: 0.05, center: 1},
+			genTensor{name: p + "attn_q.weight", rows: qDim, cols: H, std: lin(qDim, H), ropeHeads: o.Heads},
+			genTensor{name: p + "attn_k.weight", rows: kvDim, cols: H, std: lin(kvDim, H), ropeHeads: o.KVHeads},
+			genTensor{name: p + "attn_v.weight", rows: kvDim, cols: H, std: lin(kvDim, H)},
+			genTensor{name: p + "attn_output.weight", rows: H, cols: qDim, std: lin(H, qDim)})
+		if o.Arch == "qwen2" {
+			ts = append(ts,
+				genTensor{name: p + "attn_q.bias", cols: qDim, std: 0.05, ropeHeads: o.Heads},
+				genTensor{name: p + "attn_k.bias", cols: kvDim, std: 0.05, ropeHeads: o.KVHeads},
+				genTensor{name: p + "attn_v.bias", cols: kvDim, std: 0.05})
+		}
+		if o.Arch == "qwen3" {
+			ts = append(ts,
+				genTensor{name: p + "attn_q_norm.weight", cols: o.HeadDim, std: 0.05, center: 1},
+				genTensor{name: p + "attn_k_norm.weight", cols: o.HeadDim, std: 0.05, center: 1})
+		}
+		ts = append(ts,
+			genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1},
+			genTensor{name: p + "ffn_gate.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
+			genTensor{name: p + "ffn_up.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
+			genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
+	}
+	ts = append(ts, genTensor{name: "output_norm.weight", cols: H, std: 0.05, center: 1})
+	if !o.Tied {
+		ts = append(ts, genTensor{name: "output.weight", rows: o.Vocab, cols: H, std: lin(o.Vocab, H)})
+	}
+	return ts
+}
+
+// row fills dst with row r (in Hugging Face order) of tensor t. Every row
+// has its own generator so rows can be produced in any order.
+func (o *GenOptions) row(t *genTensor, r int, dst []float32) {
+	h := fnv.New64a()
+	io.WriteString(h, t.name)
+	rng := rand.New(rand.NewPCG(o.Seed^h.Sum64(), uint64(r)))
+	for i := range dst {
+		dst[i] = t.center + (rng.Float32()*2-1)*t.std*sqrt3
+	}
+}
+
+// values is row r rounded to what a model of type dt stores: matrices
+// through dt itself, vectors (GGUF keeps them f32) through f16/bf16 when
+// dt is one of those, so the GGUF and HF forms hold identical numbers.
+func (o *GenOptions) values(t *genTensor, r int, dst []float32, dt tensor.DType) {
+	o.row(t, r, dst)
+	round := dt
+	if t.rows == 0 && dt.Quantized() {
+		round = tensor.F32
+	}
+	if round == tensor.F32 {
+		return
+	}
+	enc, _ := tensor.Quantize(round, dst) // row lengths were validated
+	tensor.Dequantize(round, enc, dst)
+}
+
+// ggufRow maps row r of a GGUF q/k weight to the Hugging Face row it holds:
+// llama.cpp's converter interleaves the two rotate-half halves of each head
+// into adjacent pairs.
+func ggufRow(r, heads, rows int) int {
+	hd := rows / heads
+	h, j := r/hd, r%hd
+	return h*hd + (j%2)*(hd/2) + j/2
+}
+
+// permutesRope reports whether GGUF files of this architecture store q/k
+// in the adjacent-pair layout (llama.cpp's LLAMA rope type).
+func permutesRope(arch string) bool { return arch == "llama" || arch == "mistral" }
+
+// GenerateGGUF writes a random-weight model as a GGUF v3 file that
+// llama.cpp can load, with an embedded SentencePiece vocabulary.
+func GenerateGGUF(path string, o GenOptions) error {
+	dt, err := o.normalize()
+	if err != nil {
+		return err
+	}
+	vocab, _ := newGenVocab(o.Vocab)
+	arch := o.Arch
+	if arch == "mistral" {
+		arch = "llama" // llama.cpp runs Mistral models as llama
+	}
+	w := gguf.NewWriter()
+	w.Set("general.architecture", arch)
+	w.Set("general.name", "lightllm-random-"+o.Arch)
+	w.Set("general.file_type", map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q8_0: 7, tensor.BF16: 32}[dt])
+	w.Set(arch+".context_length", uint32(o.MaxPos))
+	w.Set(arch+".embedding_length", uint32(o.Hidden))
+	w.Set(arch+".block_count", uint32(o.Layers))
+	w.Set(arch+".feed_forward_length", uint32(o.FFN))
+	w.Set(arch+".attention.head_count", uint32(o.Heads))
+	w.Set(arch+".attention.head_count_kv", uint32(o.KVHeads))
+	w.Set(arch+".attention.key_length", uint32(o.HeadDim))
+	w.Set(arch+".attention.value_length", uint32(o.HeadDim))
+	w.Set(arch+".rope.dimension_count", uint32(o.HeadDim))
+	w.Set(arch+".rope.freq_base", float32(o.RopeTheta))
+	w.Set(arch+".attention.layer_norm_rms_epsilon", float32(o.RMSEps))
+	w.Set(arch+".vocab_size", uint32(o.Vocab))
+	w.Set("tokenizer.ggml.model", "llama")
+	w.Set("tokenizer.ggml.tokens", vocab.tokens)
+	w.Set("tokenizer.ggml.scores", vocab.scores)
+	w.Set("tokenizer.ggml.token_type", vocab.types)
+	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
+	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
+	w.Set("tokenizer.ggml.add_bos_token", true)
+	w.Set("tokenizer.ggml.add_eos_token", false)
+	for _, t := range o.tensors() {
+		t := t
+		typ, ggmlType := tensor.F32, gguf.F32
+		if t.rows > 0 {
+			typ, ggmlType = dt, ggufType(dt)
+		}
+		shape := []uint64{uint64(t.cols)}
+		rows := max(t.rows, 1)
+		if t.rows > 0 {
+			shape = append(shape, uint64(t.rows))
+		}
+		permute := t.ropeHeads > 0 && permutesRope(o.Arch)
+		w.AddTensorFunc(t.name, ggmlType, shape, func(out io.Writer) error {
+			buf := make([]float32, t.cols)
+			var tmp []float32
+			for r := 0; r < rows; r++ {
+				switch {
+				case permute && t.rows > 0:
+					o.values(&t, ggufRow(r, t.ropeHeads, t.rows), buf, dt)
+				case permute:
+					// A bias vector is permuted like the rows it belongs to.
+					tmp = make([]float32, t.cols)
+					o.values(&t, 0, tmp, dt)
+					for i := range buf {
+						buf[i] = tmp[ggufRow(i, t.ropeHeads, t.cols)]
+					}
+				default:
+					o.values(&t, r, buf, dt)
+				}
+				enc, err := tensor.Quantize(typ, buf)
+				if err != nil {
+					return err
+				}
+				if _, err := out.Write(enc); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	return nil
+}
+
+func ggufType(dt tensor.DType) gguf.GGMLType {
+	return map[tensor.DType]gguf.GGMLType{tensor.F32: gguf.F32, tensor.F16: gguf.F16, tensor.BF16: gguf.BF16,
+		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0}[dt]
+}
+
+// GenerateHF writes the same random model as a Hugging Face directory:
+// config.json, generation_config.json, tokenizer files and
+// model.safetensors. Quantized types are stored as f32 holding exactly the
+// dequantized weights, so both forms describe one model.
+func GenerateHF(dir string, o GenOptions) error {
+	dt, err := o.normalize()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	vocab, _ := newGenVocab(o.Vocab)
+	if err := vocab.writeHFTokenizer(dir); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	stDType, hfType := map[tensor.DType]safetensors.DType{tensor.F16: safetensors.F16, tensor.BF16: safetensors.BF16}[dt], dt
+	if stDType == "" {
+		stDType, hfType = safetensors.F32, tensor.F32
+	}
+	var wts []safetensors.WriteTensor
+	for _, t := range o.tensors() {
+		t := t
+		shape := []int64{int64(t.cols)}
+		if t.rows > 0 {
+			shape = []int64{int64(t.rows), int64(t.cols)}
+		}
+		wts = append(wts, safetensors.WriteTensor{Name: hfName(t.name), DType: stDType, Shape: shape,
+			Fill: func(out io.Writer) error {
+				buf := make([]float32, t.cols)
+				for r := 0; r < max(t.rows, 1); r++ {
+					o.values(&t, r, buf, dt)
+					enc, err := tensor.Quantize(hfType, buf)
+					if err != nil {
+						return err
+					}
+					if _, err := out.Write(enc); err != nil {
+						return err
+					}
+				}
+				return nil
+			}})
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), wts, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	archName := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+		"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[o.Arch]
+	cfg := map[string]any{
+		"architectures": []string{archName}, "model_type": o.Arch, "hidden_size": o.Hidden,
+		"intermediate_size": o.FFN, "num_hidden_layers": o.Layers, "num_attention_heads": o.Heads,
+		"num_key_value_heads": o.KVHeads, "head_dim": o.HeadDim, "vocab_size": o.Vocab,
+		"max_position_embeddings": o.MaxPos, "rms_norm_eps": o.RMSEps, "rope_theta": o.RopeTheta,
+		"hidden_act": "silu", "tie_word_embeddings": o.Tied, "attention_bias": o.Arch == "qwen2",
+		"bos_token_id": 1, "eos_token_id": 2, "torch_dtype": map[safetensors.DType]string{
+			safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[stDType],
+	}
+	gen := map[string]any{"bos_token_id": 1, "eos_token_id": 2}
+	for name, obj := range map[string]any{"config.json": cfg, "generation_config.json": gen} {
+		b, err := json.MarshalIndent(obj, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("gen-model: %w", err)
+		}
+	}
+	return nil
+}
