@@ -234,7 +234,8 @@ func (e *Engine) Add(r Request) error {
 	if r.Params.Seed >= 0 {
 		rs.seed = uint64(r.Params.Seed)
 	} else {
-		rs.seed = rand.Uint64()
+		// 63 bits, so that Info's Seed can be passed back as Params.Seed on resume.
+		rs.seed = rand.Uint64() >> 1
 	}
 	rs.arrival = e.nextArrival
 	e.nextArrival++
@@ -271,7 +272,7 @@ func (e *Engine) Info(id uint64) (ReqInfo, bool) {
 		return ReqInfo{}, false
 	}
 	return ReqInfo{State: r.state, KVLen: r.kvLen, PromptLen: r.promptLen,
-		Generated: len(r.tokens) - r.promptLen, PromptCacheLen: r.cacheLen}, true
+		Generated: len(r.tokens) - r.promptLen, PromptCacheLen: r.cacheLen, Seed: int64(r.seed)}, true
 }
 
 // KVUsage returns the KV slots in use and the pool size. Cached prefixes

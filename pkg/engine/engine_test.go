@@ -345,11 +345,16 @@ func TestAddRejects(t *testing.T) {
 // TestResume: a request resumed with its first k generated tokens continues
 // exactly as the uninterrupted one, greedy and seeded alike.
 func TestResume(t *testing.T) {
-	for _, params := range []sampler.Params{greedy(30), seeded(30, 77)} {
+	for _, params := range []sampler.Params{greedy(30), seeded(30, 77), seeded(30, -1)} {
 		run := func(already []int32) []int32 {
 			e := newEngine(t, enginetest.NewFakeModel(100, 512), engine.Options{})
 			if err := e.Add(engine.Request{ID: 1, Prompt: prompt(8, 9), AlreadyGenerated: already, Params: params}); err != nil {
 				t.Fatal(err)
+			}
+			if params.Seed == -1 {
+				// A random seed: what a crash-recovery record keeps and passes back.
+				info, _ := e.Info(1)
+				params.Seed = info.Seed
 			}
 			return runAll(t, e)[1].tokens
 		}

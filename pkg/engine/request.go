@@ -86,6 +86,9 @@ type ReqInfo struct {
 	// PromptCacheLen is the prompt tokens found in the prompt cache when the
 	// request was first admitted (-1 before that).
 	PromptCacheLen int
+	// Seed is the seed in use (drawn when Params.Seed was -1): a request
+	// resumed with it and its generated tokens continues identically.
+	Seed int64
 }
 
 // reqState is the engine's record of a live request.

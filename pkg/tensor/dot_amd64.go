@@ -33,6 +33,12 @@ func madF16AVX2(acc, v unsafe.Pointer, s float32, n int)
 //go:noescape
 func scaleF16AVX2(acc unsafe.Pointer, s float32, n int)
 
+//go:noescape
+func dotQ8x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *[4]float32)
+
+//go:noescape
+func dotQ4x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *[4]float32)
+
 // hasAVX2 is fixed at start-up from the CPU's features; the kernels below
 // pick the assembly or the portable version from it.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
@@ -165,4 +171,34 @@ func ScaleF16(acc []uint16, s float32) {
 		return
 	}
 	scaleF16Generic(acc, s)
+}
+
+// dotQ8x4 computes one q8_0 weight row against four consecutive quantized
+// activation rows (xq rows of nb*32 values, ds rows of nb scales); each
+// result equals dotQ8 of that row.
+func dotQ8x4(w []byte, xq []int8, ds []float32, out *[4]float32) {
+	nb := len(ds) / 4
+	if hasAVX2 && nb > 0 {
+		_ = w[nb*q8BlockBytes-1]
+		_ = xq[4*nb*QK-1]
+		dotQ8x4AVX2(unsafe.Pointer(&w[0]), &xq[0], &ds[0], nb, nb*QK, out)
+		return
+	}
+	for t := range out {
+		out[t] = dotQ8(w, xq[t*nb*QK:(t+1)*nb*QK], ds[t*nb:(t+1)*nb])
+	}
+}
+
+// dotQ4x4 is dotQ8x4 for q4_0 weights.
+func dotQ4x4(w []byte, xq []int8, ds []float32, out *[4]float32) {
+	nb := len(ds) / 4
+	if hasAVX2 && nb > 0 {
+		_ = w[nb*q4BlockBytes-1]
+		_ = xq[4*nb*QK-1]
+		dotQ4x4AVX2(unsafe.Pointer(&w[0]), &xq[0], &ds[0], nb, nb*QK, out)
+		return
+	}
+	for t := range out {
+		out[t] = dotQ4(w, xq[t*nb*QK:(t+1)*nb*QK], ds[t*nb:(t+1)*nb])
+	}
 }

@@ -422,3 +422,128 @@ sctail:
 scdone:
 	VZEROUPPER
 	RET
+
+// One q8_0 block of weights (|w| in Y4, w in Y2, scale in Y1) against the
+// activation block at XADDR with scale at DADDR, accumulated into ACC.
+// Same operations and order as Q8BLOCK, so results equal dotQ8AVX2's.
+#define Q8TOK(XADDR, DADDR, ACC) \
+	VMOVDQU      XADDR, Y3      \
+	VPSIGNB      Y2, Y3, Y5     \
+	VPMADDUBSW   Y5, Y4, Y5     \
+	VPMADDWD     Y15, Y5, Y5    \
+	VCVTDQ2PS    Y5, Y5         \
+	VBROADCASTSS DADDR, Y6      \
+	VMULPS       Y1, Y6, Y6     \
+	VFMADD231PS  Y5, Y6, ACC
+
+#define HSUMTO(ACC, XACC, OUT) \
+	VEXTRACTF128 $1, ACC, X1 \
+	VADDPS       X1, XACC, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, OUT
+
+// func dotQ8x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *[4]float32)
+// Four activation rows at xq + t*xstride (bytes), scales at ds + t*nb.
+TEXT ·dotQ8x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ     w+0(FP), SI
+	MOVQ     xq+8(FP), DI
+	MOVQ     ds+16(FP), DX
+	MOVQ     nb+24(FP), CX
+	MOVQ     xstride+32(FP), R8
+	LEAQ     (R8)(R8*2), R9
+	MOVQ     CX, R10
+	SHLQ     $2, R10
+	LEAQ     (R10)(R10*2), R11
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VXORPS   Y11, Y11, Y11
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+q8x4loop:
+	TESTQ        CX, CX
+	JEQ          q8x4done
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X1
+	VCVTPH2PS    X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      2(SI), Y2
+	VPSIGNB      Y2, Y2, Y4
+	Q8TOK((DI), (DX), Y8)
+	Q8TOK((DI)(R8*1), (DX)(R10*1), Y9)
+	Q8TOK((DI)(R8*2), (DX)(R10*2), Y10)
+	Q8TOK((DI)(R9*1), (DX)(R11*1), Y11)
+	ADDQ         $34, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JMP          q8x4loop
+
+q8x4done:
+	MOVQ   out+40(FP), AX
+	HSUMTO(Y8, X8, (AX))
+	HSUMTO(Y9, X9, 4(AX))
+	HSUMTO(Y10, X10, 8(AX))
+	HSUMTO(Y11, X11, 12(AX))
+	VZEROUPPER
+	RET
+
+// func dotQ4x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *[4]float32)
+TEXT ·dotQ4x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), SI
+	MOVQ         xq+8(FP), DI
+	MOVQ         ds+16(FP), DX
+	MOVQ         nb+24(FP), CX
+	MOVQ         xstride+32(FP), R8
+	LEAQ         (R8)(R8*2), R9
+	MOVQ         CX, R10
+	SHLQ         $2, R10
+	LEAQ         (R10)(R10*2), R11
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+
+q4x4loop:
+	TESTQ        CX, CX
+	JEQ          q4x4done
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X1
+	VCVTPH2PS    X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      2(SI), X2
+	VPSRLW       $4, X2, X3
+	VINSERTI128  $1, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VPSUBB       Y13, Y2, Y2
+	VPSIGNB      Y2, Y2, Y4
+	Q8TOK((DI), (DX), Y8)
+	Q8TOK((DI)(R8*1), (DX)(R10*1), Y9)
+	Q8TOK((DI)(R8*2), (DX)(R10*2), Y10)
+	Q8TOK((DI)(R9*1), (DX)(R11*1), Y11)
+	ADDQ         $18, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JMP          q4x4loop
+
+q4x4done:
+	MOVQ   out+40(FP), AX
+	HSUMTO(Y8, X8, (AX))
+	HSUMTO(Y9, X9, 4(AX))
+	HSUMTO(Y10, X10, 8(AX))
+	HSUMTO(Y11, X11, 12(AX))
+	VZEROUPPER
+	RET

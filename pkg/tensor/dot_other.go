@@ -28,3 +28,17 @@ func MadF16(acc, v []uint16, s float32) { madF16Generic(acc, v, s) }
 
 // ScaleF16 sets acc[i] = f16(f32(acc[i]) * s).
 func ScaleF16(acc []uint16, s float32) { scaleF16Generic(acc, s) }
+
+func dotQ8x4(w []byte, xq []int8, ds []float32, out *[4]float32) {
+	nb := len(ds) / 4
+	for t := range out {
+		out[t] = dotQ8(w, xq[t*nb*QK:(t+1)*nb*QK], ds[t*nb:(t+1)*nb])
+	}
+}
+
+func dotQ4x4(w []byte, xq []int8, ds []float32, out *[4]float32) {
+	nb := len(ds) / 4
+	for t := range out {
+		out[t] = dotQ4(w, xq[t*nb*QK:(t+1)*nb*QK], ds[t*nb:(t+1)*nb])
+	}
+}

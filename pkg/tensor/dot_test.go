@@ -206,3 +206,37 @@ func TestMadScaleF16(t *testing.T) {
 		}
 	}
 }
+
+// TestDotX4MatchesSingle: the four-token kernels give bit-identical
+// results to the one-token kernels (batch size must not change numerics).
+func TestDotX4MatchesSingle(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{32, 96, 2048} {
+		for _, dt := range []DType{Q8_0, Q4_0} {
+			w, _ := Quantize(dt, randVec(r, n, 1))
+			nb := n / QK
+			xq := make([]int8, 4*n)
+			ds := make([]float32, 4*nb)
+			for k := 0; k < 4; k++ {
+				QuantizeActQ8(randVec(r, n, 3), xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
+			}
+			var got [4]float32
+			if dt == Q8_0 {
+				dotQ8x4(w, xq, ds, &got)
+			} else {
+				dotQ4x4(w, xq, ds, &got)
+			}
+			for k := 0; k < 4; k++ {
+				var want float32
+				if dt == Q8_0 {
+					want = dotQ8(w, xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
+				} else {
+					want = dotQ4(w, xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
+				}
+				if got[k] != want {
+					t.Errorf("%s n=%d token %d: x4 %v single %v", dt, n, k, got[k], want)
+				}
+			}
+		}
+	}
+}

@@ -126,15 +126,35 @@ func (m *mmTask) rows(o *Out, r0, r1 int) {
 				for t := t0; t < t1; t++ {
 					o.Y[t*nOut+r] = dotBF16(row, m.x[t*cols:(t+1)*cols])
 				}
-			case Q8_0:
-				for t := t0; t < t1; t++ {
-					o.Y[t*nOut+r] = dotQ8(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
-				}
-			case Q4_0:
-				for t := t0; t < t1; t++ {
-					o.Y[t*nOut+r] = dotQ4(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
-				}
+			case Q8_0, Q4_0:
+				m.rowQ(o, w.Type, row, r, t0, t1, nOut, nb)
 			}
+		}
+	}
+}
+
+// rowQ computes one quantized weight row against tokens [t0, t1), four
+// tokens per kernel call so the weight block is decoded once for all four.
+func (m *mmTask) rowQ(o *Out, typ DType, row []byte, r, t0, t1, nOut, nb int) {
+	cols := m.cols
+	var res [4]float32
+	t := t0
+	for ; t+4 <= t1; t += 4 {
+		xq, xd := m.xq[t*cols:(t+4)*cols], m.xd[t*nb:(t+4)*nb]
+		if typ == Q8_0 {
+			dotQ8x4(row, xq, xd, &res)
+		} else {
+			dotQ4x4(row, xq, xd, &res)
+		}
+		for k := range res {
+			o.Y[(t+k)*nOut+r] = res[k]
+		}
+	}
+	for ; t < t1; t++ {
+		if typ == Q8_0 {
+			o.Y[t*nOut+r] = dotQ8(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
+		} else {
+			o.Y[t*nOut+r] = dotQ4(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
 		}
 	}
 }

@@ -81,8 +81,8 @@ func (t *mergeTable) get(a, b int32) (bpeMerge, bool) {
 	if a < 0 || int(a)+1 >= len(t.start) {
 		return bpeMerge{}, false
 	}
-	lo, hi := int(t.start[a]), int(t.start[a+1])
-	for hi-lo > 8 {
+	lo, end := int(t.start[a]), int(t.start[a+1])
+	for hi := end; lo < hi; { // lower bound of b
 		mid := int(uint(lo+hi) >> 1)
 		if t.right[mid] < b {
 			lo = mid + 1
@@ -90,10 +90,8 @@ func (t *mergeTable) get(a, b int32) (bpeMerge, bool) {
 			hi = mid
 		}
 	}
-	for i := lo; i < hi; i++ {
-		if t.right[i] == b {
-			return t.val[i], true
-		}
+	if lo < end && t.right[lo] == b {
+		return t.val[lo], true
 	}
 	return bpeMerge{}, false
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -276,6 +277,35 @@ func TestGGUFPreRegexesCompile(t *testing.T) {
 			}
 			if m := f.matches(nil, "Hello, world 123 你好!\n"); len(m) == 0 {
 				t.Errorf("%s: regex %q matched nothing", name, re)
+			}
+		}
+	}
+}
+
+func TestMergeTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := map[uint64]bpeMerge{}
+	b := newMergeBuilder(0)
+	for i := range 5000 {
+		// A few left ids get many merges (like "Ġ"), most get one or two.
+		left := int32(rng.IntN(50))
+		if i%3 == 0 {
+			left = int32(rng.IntN(3))
+		}
+		right := int32(rng.IntN(2000))
+		m := bpeMerge{rank: int32(i), newID: int32(rng.IntN(1 << 20))}
+		if _, dup := want[pairKey(left, right)]; !dup {
+			want[pairKey(left, right)] = m
+		}
+		b.add(left, right, m)
+	}
+	table := b.build()
+	for a := int32(-1); a < 60; a++ {
+		for r := int32(-1); r < 2001; r++ {
+			got, ok := table.get(a, r)
+			w, wok := want[pairKey(a, r)]
+			if ok != wok || got != w {
+				t.Fatalf("get(%d, %d) = %v %v, want %v %v", a, r, got, ok, w, wok)
 			}
 		}
 	}
