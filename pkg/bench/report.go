@@ -40,9 +40,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	line := func(label string, v any) {
 		switch x := v.(type) {
 		case float64:
-			fmt.Fprintf(&b, "%-40s %-10.2f\n", label, x)
+			fmt.Fprintf(&b, "%-40s %.2f\n", label, x)
 		default:
-			fmt.Fprintf(&b, "%-40s %-10v\n", label, x)
+			fmt.Fprintf(&b, "%-40s %v\n", label, x)
 		}
 	}
 	section := func(name string) {

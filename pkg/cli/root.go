@@ -22,6 +22,8 @@ func NewRoot() *cobra.Command {
 		newPullCmd(), newListCmd(),
 		newRunCmd(), newBenchEngineCmd(),
 		newBenchCmd(),
+		newGenModelCmd(),
+		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

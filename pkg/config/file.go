@@ -90,14 +90,27 @@ func LoadShared(cfg *Config, opts ResolveOptions) (*Config, error) {
 	if cfg.Resolved {
 		return cfg, cfg.Validate()
 	}
-	if err := cfg.FillNames(); err != nil {
+	return resolveLocked(cfg, opts, true)
+}
+
+// ResolveAndSave resolves cfg afresh and saves it as <run_dir>/config.json
+// (what `lightllm launch --prepare-only` does before systemd starts the
+// roles); roles later given the same input reuse it through LoadShared.
+func ResolveAndSave(cfg *Config, opts ResolveOptions) (*Config, error) {
+	return resolveLocked(cfg, opts, false)
+}
+
+func resolveLocked(cfg *Config, opts ResolveOptions, reuse bool) (*Config, error) {
+	c := *cfg
+	c.Resolved, c.ResolvedKey = false, ""
+	if err := c.FillNames(); err != nil {
 		return nil, err
 	}
-	key := cfg.inputKey()
-	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+	key := c.inputKey()
+	if err := os.MkdirAll(c.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	lockPath := filepath.Join(cfg.RunDir, LockFileName)
+	lockPath := filepath.Join(c.RunDir, LockFileName)
 	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open config lock: %w", err)
@@ -109,12 +122,12 @@ func LoadShared(cfg *Config, opts ResolveOptions) (*Config, error) {
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
 
 	// A missing, corrupt or differently-keyed file is simply replaced.
-	if saved, err := Load(cfg.ConfigPath()); err == nil && saved.Resolved && saved.ResolvedKey == key {
+	if saved, err := Load(c.ConfigPath()); reuse && err == nil && saved.Resolved && saved.ResolvedKey == key {
 		return saved, saved.Validate()
 	}
-	res, rerr := Resolve(cfg, opts)
-	if rerr != nil {
-		return nil, rerr
+	res, err := Resolve(&c, opts)
+	if err != nil {
+		return nil, err
 	}
 	res.ResolvedKey = key
 	if err := res.Save(res.ConfigPath()); err != nil {

@@ -3,6 +3,8 @@ package metrics
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
 )
 
 // Metric names. Each is the name a role passes to the Client; the exported
@@ -19,8 +21,8 @@ const (
 	GenerationTokens = "lightllm_generation_tokens_total"
 
 	// Counters LightLLM lacks.
-	RequestPreemptions = "lightllm_request_preemptions" // running requests evicted for KV and recomputed later (infer)
-	CacheEvictedTokens = "lightllm_cache_evicted_tokens" // prompt-cache tokens evicted to make room (infer)
+	RequestPreemptions  = "lightllm_request_preemptions"   // running requests evicted for KV and recomputed later (infer)
+	CacheEvictedTokens  = "lightllm_cache_evicted_tokens"  // prompt-cache tokens evicted to make room (infer)
 	BatchInferenceCount = "lightllm_batch_inference_count" // steps, label method=prefill|decode (infer)
 	// RoleRestarts is not sent by anyone: the metric role reads the
 	// supervisor's restart counts at scrape time (see Options.Status), so
@@ -42,19 +44,19 @@ const (
 	// RequestQueueDuration is arrival → admission (router). LightLLM defines
 	// it as lightllm_request_queue_duration_bucket and never emits it; the
 	// _bucket suffix is dropped here so the series are not named *_bucket_bucket.
-	RequestQueueDuration  = "lightllm_request_queue_duration"
-	CacheRatio            = "lightllm_cache_ratio" // cache length / input length
+	RequestQueueDuration   = "lightllm_request_queue_duration"
+	CacheRatio             = "lightllm_cache_ratio"              // cache length / input length
 	BatchInferenceDuration = "lightllm_batch_inference_duration" // one step, label method (infer)
 
 	// Gauges.
-	QueueSize              = "lightllm_queue_size"             // router
-	BatchCurrentSize       = "lightllm_batch_current_size"     // router
-	BatchPauseSize         = "lightllm_batch_pause_size"       // router
-	BatchCurrentMaxTokens  = "lightllm_batch_current_max_tokens" // router
-	NumRunningReqs         = "lightllm_num_running_reqs"       // router
-	CacheHitRate           = "lightllm_cache_hit_rate"         // of the latest finished request
-	GenThroughput          = "lightllm_gen_throughput"         // tokens/s of the latest finished request
-	KVUsage                = "lightllm_kv_usage"               // used KV tokens / capacity, 0..1 (infer)
+	QueueSize              = "lightllm_queue_size"                // router
+	BatchCurrentSize       = "lightllm_batch_current_size"        // router
+	BatchPauseSize         = "lightllm_batch_pause_size"          // router
+	BatchCurrentMaxTokens  = "lightllm_batch_current_max_tokens"  // router
+	NumRunningReqs         = "lightllm_num_running_reqs"          // router
+	CacheHitRate           = "lightllm_cache_hit_rate"            // of the latest finished request
+	GenThroughput          = "lightllm_gen_throughput"            // tokens/s of the latest finished request
+	KVUsage                = "lightllm_kv_usage"                  // used KV tokens / capacity, 0..1 (infer)
 	QueueOldestWaitSeconds = "lightllm_queue_oldest_wait_seconds" // age of the oldest waiting request (router)
 )
 
@@ -98,6 +100,9 @@ type def struct {
 	help    string
 	label   string // the extra label besides model_name, "" for none
 	buckets bucketKind
+	// values bounds the extra label's values, so a confused sender cannot
+	// create unbounded series.
+	values []string
 }
 
 // exportName is the Prometheus name: counters end in _total.
@@ -108,41 +113,51 @@ func (d def) exportName() string {
 	return d.name
 }
 
+// Values of the method label.
+const (
+	MethodPrefill = "prefill"
+	MethodDecode  = "decode"
+)
+
+func methods() []string { return []string{MethodPrefill, MethodDecode} }
+
+func roleNames() []string { return append(config.AllRoles(), "supervisor") }
+
 // defs is every metric that may arrive as an event, with LightLLM's help
 // strings where LightLLM has the metric.
 func defs() []def {
 	return []def{
-		{RequestCount, KindCounter, "The total number of requests", "", bucketsNone},
-		{RequestSuccess, KindCounter, "The number of successful requests", "", bucketsNone},
-		{RequestFailure, KindCounter, "The number of failed requests", "", bucketsNone},
-		{PromptTokens, KindCounter, "Total number of prefill tokens processed", "", bucketsNone},
-		{GenerationTokens, KindCounter, "Total number of generation tokens processed", "", bucketsNone},
-		{RequestPreemptions, KindCounter, "Running requests evicted for KV space and recomputed later", "", bucketsNone},
-		{CacheEvictedTokens, KindCounter, "Prompt-cache tokens evicted to make room", "", bucketsNone},
-		{BatchInferenceCount, KindCounter, "The number of prefill steps / decode steps", "method", bucketsNone},
-		{EventsDropped, KindCounter, "Metric events dropped by a role because the metric role was unreachable", "role", bucketsNone},
+		{RequestCount, KindCounter, "The total number of requests", "", bucketsNone, nil},
+		{RequestSuccess, KindCounter, "The number of successful requests", "", bucketsNone, nil},
+		{RequestFailure, KindCounter, "The number of failed requests", "", bucketsNone, nil},
+		{PromptTokens, KindCounter, "Total number of prefill tokens processed", "", bucketsNone, nil},
+		{GenerationTokens, KindCounter, "Total number of generation tokens processed", "", bucketsNone, nil},
+		{RequestPreemptions, KindCounter, "Running requests evicted for KV space and recomputed later", "", bucketsNone, nil},
+		{CacheEvictedTokens, KindCounter, "Prompt-cache tokens evicted to make room", "", bucketsNone, nil},
+		{BatchInferenceCount, KindCounter, "The number of prefill steps / decode steps", "method", bucketsNone, methods()},
+		{EventsDropped, KindCounter, "Metric events dropped by a role because the metric role was unreachable", "role", bucketsNone, roleNames()},
 
-		{RequestInputLength, KindHistogram, "Length of the input tokens", "", bucketsTokens},
-		{CacheLength, KindHistogram, "Length of tokens which hit prompt cache", "", bucketsTokens},
-		{RequestMaxNewTokens, KindHistogram, "Max new token", "", bucketsTokens},
-		{RequestGeneratedTokens, KindHistogram, "Number of generated tokens", "", bucketsTokens},
-		{RequestDuration, KindHistogram, "Duration of the request (s)", "", bucketsDuration},
-		{RequestInferenceDuration, KindHistogram, "Inference time of the request", "", bucketsDuration},
-		{RequestTimePerToken, KindHistogram, "Per token time of the request", "", bucketsDuration},
-		{RequestFirstTokenDuration, KindHistogram, "First token time of the request", "", bucketsDuration},
-		{RequestQueueDuration, KindHistogram, "Queue duration of requests (arrival to admission, s)", "", bucketsDuration},
-		{CacheRatio, KindHistogram, "cache length / input_length", "", bucketsRatio},
-		{BatchInferenceDuration, KindHistogram, "Inference time of prefill step / decode step", "method", bucketsDuration},
+		{RequestInputLength, KindHistogram, "Length of the input tokens", "", bucketsTokens, nil},
+		{CacheLength, KindHistogram, "Length of tokens which hit prompt cache", "", bucketsTokens, nil},
+		{RequestMaxNewTokens, KindHistogram, "Max new token", "", bucketsTokens, nil},
+		{RequestGeneratedTokens, KindHistogram, "Number of generated tokens", "", bucketsTokens, nil},
+		{RequestDuration, KindHistogram, "Duration of the request (s)", "", bucketsDuration, nil},
+		{RequestInferenceDuration, KindHistogram, "Inference time of the request", "", bucketsDuration, nil},
+		{RequestTimePerToken, KindHistogram, "Per token time of the request", "", bucketsDuration, nil},
+		{RequestFirstTokenDuration, KindHistogram, "First token time of the request", "", bucketsDuration, nil},
+		{RequestQueueDuration, KindHistogram, "Queue duration of requests (arrival to admission, s)", "", bucketsDuration, nil},
+		{CacheRatio, KindHistogram, "cache length / input_length", "", bucketsRatio, nil},
+		{BatchInferenceDuration, KindHistogram, "Inference time of prefill step / decode step", "method", bucketsDuration, methods()},
 
-		{QueueSize, KindGauge, "Queue size", "", bucketsNone},
-		{BatchCurrentSize, KindGauge, "Current batch size", "", bucketsNone},
-		{BatchPauseSize, KindGauge, "The number of pause requests", "", bucketsNone},
-		{BatchCurrentMaxTokens, KindGauge, "dynamic max token used for current batch", "", bucketsNone},
-		{NumRunningReqs, KindGauge, "Number of running requests", "", bucketsNone},
-		{CacheHitRate, KindGauge, "Prefix cache hit rate of latest completed request", "", bucketsNone},
-		{GenThroughput, KindGauge, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone},
-		{KVUsage, KindGauge, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone},
-		{QueueOldestWaitSeconds, KindGauge, "How long the oldest waiting request has been queued (s)", "", bucketsNone},
+		{QueueSize, KindGauge, "Queue size", "", bucketsNone, nil},
+		{BatchCurrentSize, KindGauge, "Current batch size", "", bucketsNone, nil},
+		{BatchPauseSize, KindGauge, "The number of pause requests", "", bucketsNone, nil},
+		{BatchCurrentMaxTokens, KindGauge, "dynamic max token used for current batch", "", bucketsNone, nil},
+		{NumRunningReqs, KindGauge, "Number of running requests", "", bucketsNone, nil},
+		{CacheHitRate, KindGauge, "Prefix cache hit rate of latest completed request", "", bucketsNone, nil},
+		{GenThroughput, KindGauge, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone, nil},
+		{KVUsage, KindGauge, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone, nil},
+		{QueueOldestWaitSeconds, KindGauge, "How long the oldest waiting request has been queued (s)", "", bucketsNone, nil},
 	}
 }
 

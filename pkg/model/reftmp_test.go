@@ -17,7 +17,11 @@ func TestRefTmp(t *testing.T) {
 	f, _ := os.Open(ref)
 	defer f.Close()
 	dir := modelsDir(t)
-	m, err := Load(filepath.Join(dir, "stories260K/stories260K-f32.gguf"), LoadOptions{Threads: 1, KVType: os.Getenv("KVT")})
+	mp := os.Getenv("MODEL")
+	if mp == "" {
+		mp = filepath.Join(dir, "stories260K/stories260K-f32.gguf")
+	}
+	m, err := Load(mp, LoadOptions{Threads: 1, KVType: os.Getenv("KVT")})
 	if err != nil {
 		t.Fatal(err)
 	}

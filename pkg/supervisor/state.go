@@ -109,6 +109,13 @@ func CleanupStale(cfg *config.Config, log zerolog.Logger) ([]string, error) {
 	st, err := ReadStateFile(cfg.StatePath())
 	switch {
 	case err == nil:
+		// Launched with another --shm_dir; the name guard keeps a corrupt
+		// state file from pointing RemoveAll anywhere else.
+		if st.ShmDir != "" && st.ShmDir != cfg.ShmDir && filepath.IsAbs(st.ShmDir) && strings.HasPrefix(filepath.Base(st.ShmDir), "lightllm-") {
+			c := *cfg
+			c.ShmDir = st.ShmDir
+			cfg = &c
+		}
 		if st.SupervisorPid != os.Getpid() && sameProcess(st.SupervisorPid, st.SupervisorTicks) {
 			return nil, fmt.Errorf("instance %s: %w (pid %d) but not answering on %s", cfg.Instance, ErrSupervisorAlive, st.SupervisorPid, cfg.ControlSocketPath())
 		}

@@ -347,42 +347,70 @@ axf16done:
 	RET
 
 // func madF16AVX2(acc, v unsafe.Pointer, s float32, n int)
-// acc[i] = f16(f32(acc[i]) + f32(v[i])*s), both IEEE half (ggml_vec_mad_f16).
+// acc[i] = f16(f32(acc[i]) + f32(v[i])*s), both IEEE half (ggml_vec_mad_f16):
+// whole 32-value steps use a fused multiply-add as ggml's SIMD loop does;
+// the rest multiplies and adds separately as its scalar tail does.
 TEXT ·madF16AVX2(SB), NOSPLIT, $0-32
 	MOVQ         acc+0(FP), SI
 	MOVQ         v+8(FP), DI
 	VBROADCASTSS s+16(FP), Y0
 	MOVQ         n+24(FP), CX
 
-madloop8:
-	CMPQ        CX, $8
-	JLT         madtail
+madloop32:
+	CMPQ        CX, $32
+	JLT         madloop8
 	VCVTPH2PS   (SI), Y1
 	VCVTPH2PS   (DI), Y2
 	VFMADD231PS Y2, Y0, Y1
 	VCVTPS2PH   $0, Y1, (SI)
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	SUBQ        $8, CX
-	JMP         madloop8
+	VCVTPH2PS   16(SI), Y3
+	VCVTPH2PS   16(DI), Y4
+	VFMADD231PS Y4, Y0, Y3
+	VCVTPS2PH   $0, Y3, 16(SI)
+	VCVTPH2PS   32(SI), Y1
+	VCVTPH2PS   32(DI), Y2
+	VFMADD231PS Y2, Y0, Y1
+	VCVTPS2PH   $0, Y1, 32(SI)
+	VCVTPH2PS   48(SI), Y3
+	VCVTPH2PS   48(DI), Y4
+	VFMADD231PS Y4, Y0, Y3
+	VCVTPS2PH   $0, Y3, 48(SI)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $32, CX
+	JMP         madloop32
+
+madloop8:
+	CMPQ      CX, $8
+	JLT       madtail
+	VCVTPH2PS (SI), Y1
+	VCVTPH2PS (DI), Y2
+	VMULPS    Y2, Y0, Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0, Y1, (SI)
+	ADDQ      $16, SI
+	ADDQ      $16, DI
+	SUBQ      $8, CX
+	JMP       madloop8
 
 madtail:
-	TESTQ       CX, CX
-	JEQ         maddone
-	MOVWLZX     (SI), AX
-	VMOVD       AX, X1
-	VCVTPH2PS   X1, X1
-	MOVWLZX     (DI), AX
-	VMOVD       AX, X2
-	VCVTPH2PS   X2, X2
-	VFMADD231SS X2, X0, X1
-	VCVTPS2PH   $0, X1, X1
-	VMOVD       X1, AX
-	MOVW        AX, (SI)
-	ADDQ        $2, SI
-	ADDQ        $2, DI
-	DECQ        CX
-	JMP         madtail
+	TESTQ     CX, CX
+	JEQ       maddone
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X1
+	VCVTPH2PS X1, X1
+	MOVWLZX   (DI), AX
+	VMOVD     AX, X2
+	VCVTPH2PS X2, X2
+	VMULSS    X2, X0, X2
+	VADDSS    X2, X1, X1
+	VCVTPS2PH $0, X1, X1
+	VMOVD     X1, AX
+	MOVW      AX, (SI)
+	ADDQ      $2, SI
+	ADDQ      $2, DI
+	DECQ      CX
+	JMP       madtail
 
 maddone:
 	VZEROUPPER

@@ -106,8 +106,14 @@ func axpyF16Generic(dst []float32, a float32, x []uint16) {
 
 func madF16Generic(acc, v []uint16, s float32) {
 	v = v[:len(acc)]
+	fused := len(acc) &^ 31
 	for i := range acc {
-		acc[i] = F32ToF16(fma32(F16ToF32(v[i]), s, F16ToF32(acc[i])))
+		if i < fused {
+			acc[i] = F32ToF16(fma32(F16ToF32(v[i]), s, F16ToF32(acc[i])))
+		} else {
+			p := F16ToF32(v[i]) * s
+			acc[i] = F32ToF16(F16ToF32(acc[i]) + p)
+		}
 	}
 }
 

@@ -184,7 +184,7 @@ func TestAxpyAndDotF16(t *testing.T) {
 
 func TestMadScaleF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, n := range []int{1, 5, 8, 13, 64} {
+	for _, n := range []int{1, 5, 8, 13, 32, 64, 77} {
 		acc := make([]uint16, n)
 		v := make([]uint16, n)
 		for i := range acc {

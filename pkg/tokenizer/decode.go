@@ -145,7 +145,7 @@ func (d stripDecoder) decodeChain(tokens []string, _ bool) []string {
 func (t *Tokenizer) tokenStrings(ids []int32, skipSpecial bool) []string {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.vocab) || t.vocab[id] == "" && !t.known[id] {
+		if id < 0 || int(id) >= len(t.vocab) || !t.known[id] {
 			continue
 		}
 		if skipSpecial && t.special[id] {

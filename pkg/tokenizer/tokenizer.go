@@ -82,6 +82,10 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int32 {
 			out = t.encodeSegment(out, sub.text, i == 0 && j == 0, sc)
 		}
 	}
+	// Drop references into text so a pooled scratch does not keep it alive.
+	clear(sc.segs)
+	clear(sc.segs2)
+	clear(sc.words)
 	t.scratch.Put(sc)
 	if addSpecial {
 		out = append(out, t.suffixIDs...)

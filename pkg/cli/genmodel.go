@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/model"
+)
+
+// newGenModelCmd writes a random-weight model (GGUF, and optionally the
+// same model as a Hugging Face directory) for tests and benchmarks.
+func newGenModelCmd() *cobra.Command {
+	var o model.GenOptions
+	var out, hfOut string
+	cmd := &cobra.Command{
+		Use:   "gen-model",
+		Short: "Write a random-weight model (GGUF readable by llama.cpp, and optionally an HF directory)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" && hfOut == "" {
+				return fmt.Errorf("gen-model: give --out FILE.gguf and/or --hf_out DIR")
+			}
+			if out != "" {
+				if err := model.GenerateGGUF(out, o); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "wrote", out)
+			}
+			if hfOut != "" {
+				if err := model.GenerateHF(hfOut, o); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "wrote", hfOut)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Arch, "arch", "llama", "architecture: llama, mistral, qwen2, qwen3")
+	f.IntVar(&o.Hidden, "hidden", 256, "hidden size")
+	f.IntVar(&o.Layers, "layers", 2, "number of layers")
+	f.IntVar(&o.Heads, "heads", 4, "attention heads")
+	f.IntVar(&o.KVHeads, "kv_heads", 0, "key/value heads (0: same as --heads)")
+	f.IntVar(&o.HeadDim, "head_dim", 0, "head dimension (0: hidden/heads)")
+	f.IntVar(&o.FFN, "ffn", 512, "feed-forward size")
+	f.IntVar(&o.Vocab, "vocab", 512, "vocabulary size (at least 260)")
+	f.IntVar(&o.MaxPos, "max_pos", 2048, "context length")
+	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0")
+	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
+	f.BoolVar(&o.Tied, "tied", false, "share the output head with the embedding")
+	f.StringVar(&out, "out", "", "GGUF file to write")
+	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")
+	return cmd
+}

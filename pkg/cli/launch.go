@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/supervisor"
+)
+
+func newLaunchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "launch --normal --model_dir DIR [flags]",
+		Short: "Launch a server: every role as its own process, under a supervisor",
+		Long: `Launch resolves the configuration once (derived defaults from the model and the
+machine), saves it as <run_dir>/config.json, starts the roles in LightLLM's order
+(metric → router + detokenizer → infer → apiserver → health), waiting for each to
+report ready, and supervises them: a role that dies is restarted alone. SIGTERM or
+Ctrl-C stops everything in order and removes the instance's shm files and sockets.`,
+		Args: cobra.NoArgs,
+	}
+	flags := config.RegisterFlags(cmd.Flags())
+	normal := cmd.Flags().Bool("normal", true, "normal mode: every role on this node (the only mode so far)")
+	prepare := cmd.Flags().Bool("prepare-only", false, "resolve the configuration into the run dir, create the shm dir, and exit (the systemd instance unit)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if !*normal {
+			return errors.New("only --normal mode is supported")
+		}
+		return supervisor.Launch(cmd.Context(), flags, supervisor.LaunchOptions{
+			PrepareOnly: *prepare, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+		})
+	}
+	return cmd
+}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/supervisor"
+)
+
+// addTargetFlags registers the flags that name an instance.
+func addTargetFlags(cmd *cobra.Command) *supervisor.Target {
+	t := &supervisor.Target{}
+	cmd.Flags().StringVar(&t.Instance, "instance", "", "instance name (default: the port)")
+	cmd.Flags().IntVar(&t.Port, "port", 8000, "HTTP port of the instance, when --instance is not given")
+	cmd.Flags().StringVar(&t.RunDir, "run_dir", "", "run directory, if the instance was launched with --run_dir")
+	return t
+}
+
+func newStatusCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [--instance NAME]",
+		Short: "Show each role's pid, state, uptime and restarts",
+		Args:  cobra.NoArgs,
+	}
+	t := addTargetFlags(cmd)
+	asJSON := cmd.Flags().Bool("json", false, "print the raw status as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		st, err := supervisor.QueryStatus(cmd.Context(), *t)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
+		}
+		return supervisor.WriteStatus(cmd.OutOrStdout(), st, time.Now())
+	}
+	return cmd
+}
