@@ -47,14 +47,14 @@ func conv(turns ...string) map[string]any {
 // tokenizer(prompt) adds.
 func TestShareGPTFilters(t *testing.T) {
 	path := writeShareGPT(t, []any{
-		conv(words(10), words(20)),          // ok: 11 / 21
-		conv(words(10)),                     // one turn: dropped
-		conv(words(2), words(20)),           // prompt 3 tokens < 4: dropped
-		conv(words(10), ""),                 // completion 1 token < 4: dropped unless output fixed
-		conv(words(1024), words(5)),         // prompt 1025 > 1024: dropped
-		conv(words(1000), words(1100)),      // total > 2048: dropped
+		conv(words(10), words(20)),           // ok: 11 / 21
+		conv(words(10)),                      // one turn: dropped
+		conv(words(2), words(20)),            // prompt 3 tokens < 4: dropped
+		conv(words(10), ""),                  // completion 1 token < 4: dropped unless output fixed
+		conv(words(1024), words(5)),          // prompt 1025 > 1024: dropped
+		conv(words(1000), words(1100)),       // total > 2048: dropped
 		conv(words(5), words(7), "3rd", "x"), // ok: first two turns only
-		map[string]any{"id": "no-conv"},     // no conversations: dropped
+		map[string]any{"id": "no-conv"},      // no conversations: dropped
 	})
 	tok := newWordTok(100)
 	got, err := LoadShareGPT(path, tok, 10, 1, 0)

@@ -49,9 +49,9 @@ func TestPercentileMatchesNumpy(t *testing.T) {
 
 func TestComputeMetrics(t *testing.T) {
 	results := []*Result{
-		result(0, 100*msec, 20*msec, 11, 50),          // TPOT 20 ms, E2EL 300 ms
-		result(500*msec, 300*msec, 40*msec, 6, 70),    // TPOT 40 ms, E2EL 500 ms
-		result(1200*msec, 50*msec, 10*msec, 1, 30),    // one token: no TPOT
+		result(0, 100*msec, 20*msec, 11, 50),       // TPOT 20 ms, E2EL 300 ms
+		result(500*msec, 300*msec, 40*msec, 6, 70), // TPOT 40 ms, E2EL 500 ms
+		result(1200*msec, 50*msec, 10*msec, 1, 30), // one token: no TPOT
 		{Err: "HTTP 500: boom", Sent: 100 * msec, End: 150 * msec},
 		{Err: "HTTP 500: boom", Sent: 200 * msec, End: 210 * msec},
 		{Err: "read stream: EOF", Sent: 300 * msec, End: 900 * msec},
@@ -196,7 +196,7 @@ func TestPlotSVG(t *testing.T) {
 }
 
 func TestNiceScale(t *testing.T) {
-	for v, want := range map[float64]float64{0: 1, 0.7: 1, 1: 1, 1.2: 2, 2.2: 2.5, 3: 5, 7: 10, 140: 200, 0.031: 0.05} {
+	for v, want := range map[float64]float64{0: 1, 0.7: 0.8, 1: 1, 1.3: 1.5, 2.2: 2.5, 3.1: 4, 7: 8, 140: 150, 0.031: 0.04, 9: 10} {
 		if got := niceMax(v); math.Abs(got-want) > 1e-12 {
 			t.Errorf("niceMax(%g) = %g, want %g", v, got, want)
 		}

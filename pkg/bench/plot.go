@@ -75,10 +75,10 @@ func (r *Report) draw(c canvas) {
 			}
 		}
 	}
-	const top, h, w = 80.0, 330.0, 340.0
+	const top, h, w = 80.0, 330.0, 330.0
 	cdfPanel(c, 70, top, w, h, "TTFT CDF", "time to first token (ms)", ttft, m.TTFT)
-	cdfPanel(c, 490, top, w, h, "TPOT CDF", "time per output token (ms)", tpot, m.TPOT)
-	timePanel(c, 905, top, w, h, m.Timeline, m.Duration.Seconds())
+	cdfPanel(c, 475, top, w, h, "TPOT CDF", "time per output token (ms)", tpot, m.TPOT)
+	timePanel(c, 880, top, w, h, m.Timeline, m.Duration.Seconds())
 }
 
 // frame draws a panel's title, box, grid and tick labels and returns the
@@ -122,9 +122,11 @@ func cdfPanel(c canvas, x, y, w, h float64, title, xlabel string, data []float64
 	for _, v := range []float64{st.Median, st.P90, st.P99} {
 		c.line(px(v), y, px(v), y+h, colOrange, 1, true)
 	}
+	// The lower right of a CDF is empty: the legend goes there, on white.
 	legend := fmt.Sprintf("mean %s  p50 %s  p90 %s  p99 %s ms", fmtMs(st.Mean), fmtMs(st.Median), fmtMs(st.P90), fmtMs(st.P99))
-	c.text(x+w-6, y+h-8, legend, 11, "end", colAxis, false)
-	c.text(x+w-6, y+h-22, fmt.Sprintf("n = %d  (dashed: p50, p90, p99)", st.N), 11, "end", colMuted, false)
+	c.rect(x+w-236, y+h-38, 232, 34, "#ffffff", colGrid)
+	c.text(x+w-10, y+h-12, legend, 11, "end", colAxis, false)
+	c.text(x+w-10, y+h-26, fmt.Sprintf("n = %d   dashed: p50, p90, p99", st.N), 11, "end", colMuted, false)
 }
 
 func timePanel(c canvas, x, y, w, h float64, tl []Bucket, dur float64) {
@@ -133,7 +135,7 @@ func timePanel(c canvas, x, y, w, h float64, tl []Bucket, dur float64) {
 		peakTok = max(peakTok, b.OutputTokens)
 		peakReq = max(peakReq, b.InFlight)
 	}
-	xmax := niceMax(max(dur, 1))
+	xmax := math.Ceil(max(dur, 1))
 	ymax := niceMax(max(peakTok, 1))
 	px, py := frame(c, x, y, w, h, "Throughput over time", "time since start (s)", xmax, ymax, fmtTick)
 	var tok [][2]float64
@@ -158,13 +160,14 @@ func timePanel(c canvas, x, y, w, h float64, tl []Bucket, dur float64) {
 	c.text(x+8, y+30, "requests in flight (right axis)", 11, "start", colOrange, true)
 }
 
-// niceMax rounds v up to 1, 2, 2.5 or 5 times a power of ten.
+// niceMax rounds v up to a round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6
+// or 8 times a power of ten) so an axis is not mostly empty.
 func niceMax(v float64) float64 {
 	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p*1.0000001 {
 			return m * p
 		}

@@ -152,6 +152,8 @@ func (t *Template) addGlobals(data map[string]jinja.Value) {
 	setDefault("range", jinja.NewCallable("range", pyRange))
 	data[varWS] = jinja.NewString(pyWhitespace)
 	data[fnMul] = jinja.NewCallable("mul", pyMul)
+	data[fnList] = jinja.NewCallable("list", filterList)
+	data[fnJoin] = jinja.NewCallable("join", filterJoin)
 	data[fnStr] = jinja.NewCallable("string", filterStr)
 	data[fnTrim] = jinja.NewCallable("trim", filterTrim)
 	data[fnToJSON] = jinja.NewCallable("tojson", filterToJSON)

@@ -239,3 +239,30 @@ func TestUnsupportedContextValue(t *testing.T) {
 		t.Fatalf("got %q, %v", out, err)
 	}
 }
+
+func TestSelectTemplate(t *testing.T) {
+	list := json.RawMessage(`[{"name":"default","template":"D"},{"name":"tool_use","template":"T"},{"name":"rag","template":"R"}]`)
+	for _, tc := range []struct {
+		raw     json.RawMessage
+		name    string
+		tools   bool
+		want    string
+		wantErr bool
+	}{
+		{json.RawMessage(`"S"`), "", false, "S", false},
+		{json.RawMessage(`"S"`), "", true, "S", false},
+		{json.RawMessage(`"S"`), "rag", false, "", true},
+		{list, "", false, "D", false},
+		{list, "", true, "T", false},
+		{list, "rag", true, "R", false},
+		{list, "nope", false, "", true},
+		{json.RawMessage(`[{"name":"a","template":"A"}]`), "", false, "", true},
+		{json.RawMessage(`null`), "", false, "", true},
+		{json.RawMessage(`42`), "", false, "", true},
+	} {
+		got, err := SelectTemplate(tc.raw, tc.name, tc.tools)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("SelectTemplate(%s, %q, %v) = %q, %v", tc.raw, tc.name, tc.tools, got, err)
+		}
+	}
+}

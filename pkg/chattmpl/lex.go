@@ -2,6 +2,7 @@ package chattmpl
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,11 +29,14 @@ import (
 //   - {% generation %} blocks (HF's AssistantTracker) render their body.
 func translate(src string) (string, error) {
 	src = normalizeNewlines(src)
+	if strings.Contains(src, loopMark) {
+		return "", &SyntaxError{Line: 1, Msg: "template contains NUL bytes"}
+	}
 	l := lexer{src: src, lineStarting: true}
 	if err := l.run(); err != nil {
 		return "", err
 	}
-	return l.out.String(), nil
+	return l.finishLoops(l.out.String()), nil
 }
 
 // Names we inject into the render context. The "__ll_" prefix keeps them
@@ -42,6 +46,8 @@ const (
 	fnToJSON = "__ll_tojson"
 	fnTrim   = "__ll_trim"
 	fnMul    = "__ll_mul"
+	fnList   = "__ll_list"
+	fnJoin   = "__ll_join"
 	varWS    = "__ll_ws"
 )
 
@@ -50,6 +56,8 @@ var filterRenames = map[string]string{
 	"tojson": fnToJSON,
 	"trim":   fnTrim,
 	"string": fnStr,
+	"list":   fnList,
+	"join":   fnJoin,
 }
 
 // normalizeNewlines does what jinja2's lexer does first: every \r\n, \r, \n
@@ -76,7 +84,24 @@ type lexer struct {
 	pos          int
 	lineStarting bool // the previous token ended with "\n" (jinja2's line_starting)
 	out          strings.Builder
+	scopes       []*blockScope // open for/macro/call/filter/set blocks
+	loops        []*blockScope // every for loop, by id
 }
+
+// blockScope is an open block that starts a variable scope in jinja2.
+// For loops record the names their body assigns: in jinja2 each iteration
+// starts from the enclosing scope's values, while the library keeps one
+// scope across iterations, so a value set in one iteration would leak into
+// the next. We save those names before the loop and restore them at the
+// top of every iteration (see finishLoops).
+type blockScope struct {
+	tag      string
+	id       int
+	loopVars []string // bound by the library each iteration: never restored
+	targets  []string
+}
+
+const loopMark = "\x00loop"
 
 func (l *lexer) errorf(at int, format string, args ...any) error {
 	return &SyntaxError{Line: 1 + strings.Count(l.src[:at], "\n"), Msg: fmt.Sprintf(format, args...)}
@@ -268,10 +293,86 @@ func (l *lexer) block(start int, sign byte) error {
 		if err != nil {
 			return err
 		}
-		l.out.WriteString("{% " + rw + " %}")
+		l.trackScope(word, code, "{% "+rw+" %}")
 	}
 	l.afterEnd(end+2, mod == '-', mod != '+')
 	return nil
+}
+
+// trackScope writes a block tag, following the blocks that open scopes and
+// the names that for-loop bodies assign.
+func (l *lexer) trackScope(word, code, tag string) {
+	switch word {
+	case "for":
+		sc := &blockScope{tag: "for", id: len(l.loops)}
+		for _, f := range strings.Fields(strings.ReplaceAll(strings.TrimSpace(code)[len("for"):], ",", " ")) {
+			if f == "in" {
+				break
+			}
+			sc.loopVars = append(sc.loopVars, strings.Trim(f, "()"))
+		}
+		l.loops = append(l.loops, sc)
+		l.scopes = append(l.scopes, sc)
+		fmt.Fprintf(&l.out, "%s%db\x00%s%s%da\x00", loopMark, sc.id, tag, loopMark, sc.id)
+		return
+	case "macro", "call", "filter":
+		l.scopes = append(l.scopes, &blockScope{tag: word})
+	case "set":
+		targets, block := setTargets(code)
+		if n := len(l.scopes); n > 0 && l.scopes[n-1].tag == "for" {
+			l.scopes[n-1].addTargets(targets)
+		}
+		if block {
+			l.scopes = append(l.scopes, &blockScope{tag: "set"})
+		}
+	case "endfor", "endmacro", "endcall", "endfilter", "endset":
+		if n := len(l.scopes); n > 0 && l.scopes[n-1].tag == strings.TrimPrefix(word, "end") {
+			l.scopes = l.scopes[:n-1]
+		}
+	}
+	l.out.WriteString(tag)
+}
+
+func (sc *blockScope) addTargets(names []string) {
+	for _, n := range names {
+		if !slices.Contains(sc.targets, n) && !slices.Contains(sc.loopVars, n) {
+			sc.targets = append(sc.targets, n)
+		}
+	}
+}
+
+// setTargets returns the plain names a {% set %} assigns (namespace
+// attributes like ns.x are not bindings) and whether it is a block set.
+func setTargets(code string) ([]string, bool) {
+	rest := strings.TrimSpace(code)[len("set"):]
+	lhs, _, isAssign := strings.Cut(rest, "=")
+	var names []string
+	for _, part := range strings.Split(lhs, ",") {
+		part = strings.Trim(strings.TrimSpace(part), "()")
+		if part != "" && isIdentStart(part[0]) && strings.IndexFunc(part, func(r rune) bool { return r > 127 || !isIdentChar(byte(r)) }) < 0 {
+			names = append(names, part)
+		}
+	}
+	return names, !isAssign
+}
+
+// finishLoops replaces the loop markers with the save/restore statements.
+func (l *lexer) finishLoops(out string) string {
+	if len(l.loops) == 0 {
+		return out
+	}
+	pairs := make([]string, 0, 4*len(l.loops))
+	for _, sc := range l.loops {
+		var save, restore strings.Builder
+		for _, n := range sc.targets {
+			saved := fmt.Sprintf("__ll_s%d_%s", sc.id, n)
+			fmt.Fprintf(&save, "{%% set %s = %s %%}", saved, n)
+			fmt.Fprintf(&restore, "{%% set %s = %s %%}", n, saved)
+		}
+		pairs = append(pairs, fmt.Sprintf("%s%db\x00", loopMark, sc.id), save.String(),
+			fmt.Sprintf("%s%da\x00", loopMark, sc.id), restore.String())
+	}
+	return strings.NewReplacer(pairs...).Replace(out)
 }
 
 // raw handles {% raw %}...{% endraw %}: the body is literal text. As in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
@@ -149,4 +150,113 @@ func typeName(v jinja.Value) string {
 		return "dict"
 	}
 	return "function"
+}
+
+// pyIter is Python's iteration over a value: list items, dict keys, the
+// characters of a string; Undefined iterates as empty, as in jinja2.
+func pyIter(v jinja.Value) ([]jinja.Value, error) {
+	switch {
+	case v.IsList():
+		return v.AsList().Items, nil
+	case v.IsDict():
+		keys := v.AsDict().Keys
+		out := make([]jinja.Value, len(keys))
+		for i, k := range keys {
+			out[i] = jinja.NewString(k)
+		}
+		return out, nil
+	case v.IsString():
+		var out []jinja.Value
+		for _, r := range v.AsString() {
+			out = append(out, jinja.NewString(string(r)))
+		}
+		return out, nil
+	case v.IsUndefined():
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%s object is not iterable", typeName(v))
+}
+
+// filterList is jinja2's list filter: list(value).
+func filterList(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.NewList(nil), nil
+	}
+	items, err := pyIter(args[0])
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("list: %w", err)
+	}
+	return jinja.NewList(append([]jinja.Value(nil), items...)), nil
+}
+
+// filterJoin is jinja2's join(value, d=”, attribute=None), with str() of
+// each item (None prints as "None", floats as Python does).
+func filterJoin(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.NewString(""), nil
+	}
+	items, err := pyIter(args[0])
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("join: %w", err)
+	}
+	sep := jinja.NewString("")
+	if len(args) > 1 {
+		sep = args[1]
+	}
+	if d, ok := kwargs["d"]; ok {
+		sep = d
+	}
+	sepStr, err := pyStr(sep)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	attr, hasAttr := kwargs["attribute"]
+	if !hasAttr && len(args) > 2 {
+		attr, hasAttr = args[2], true
+	}
+	parts := make([]string, len(items))
+	for i, it := range items {
+		if hasAttr && !attr.IsNone() {
+			it = getAttr(it, attr)
+		}
+		if parts[i], err = pyStr(it); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	return jinja.NewString(strings.Join(parts, sepStr)), nil
+}
+
+// getAttr follows jinja2's make_attrgetter: a dotted path of keys or
+// integer indexes; a missing step gives Undefined.
+func getAttr(v jinja.Value, attr jinja.Value) jinja.Value {
+	var path []string
+	if attr.IsInt() {
+		path = []string{strconv.FormatInt(attr.AsInt(), 10)}
+	} else {
+		s, _ := pyStr(attr)
+		path = strings.Split(s, ".")
+	}
+	for _, p := range path {
+		switch {
+		case v.IsDict():
+			nv, ok := v.AsDict().Get(p)
+			if !ok {
+				return jinja.Undefined()
+			}
+			v = nv
+		case v.IsList():
+			i, err := strconv.Atoi(p)
+			items := v.AsList().Items
+			if err != nil || i < -len(items) || i >= len(items) {
+				return jinja.Undefined()
+			}
+			if i < 0 {
+				i += len(items)
+			}
+			v = items[i]
+		default:
+			return jinja.Undefined()
+		}
+	}
+	return v
 }

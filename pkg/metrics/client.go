@@ -38,6 +38,7 @@ type Client struct {
 	stop    chan struct{}
 	done    chan struct{}
 	closing sync.Once
+	closed  atomic.Bool
 
 	sent       atomic.Uint64 // events handed to a successful Send
 	dropped    atomic.Uint64 // events never sent (queue full, send failed)
@@ -108,6 +109,10 @@ func (c *Client) send(e Event) {
 	if c == nil {
 		return
 	}
+	if c.closed.Load() {
+		c.drop(1)
+		return
+	}
 	select {
 	case c.ch <- e:
 	default:
@@ -120,13 +125,17 @@ func (c *Client) drop(n int) {
 	c.unreported.Add(uint64(n))
 }
 
-// Close stops the client. Events still queued get one send attempt, bounded
-// by SendTimeout.
+// Close stops the client. Events still queued are sent if the metric role
+// answers within SendTimeout, and dropped otherwise; events sent after
+// Close are dropped.
 func (c *Client) Close() {
 	if c == nil {
 		return
 	}
-	c.closing.Do(func() { close(c.stop) })
+	c.closing.Do(func() {
+		c.closed.Store(true)
+		close(c.stop)
+	})
 	<-c.done
 }
 
@@ -163,14 +172,16 @@ func (c *Client) loop() {
 				Msg("metric role unreachable; dropping metric events")
 		}
 	}
+	var flushBy time.Time // set once stopping: the end of the final flush
 	for {
 		batch = batch[:0]
-		stopping := false
-		select {
-		case e := <-c.ch:
-			batch = append(batch, e)
-		case <-c.stop:
-			stopping = true
+		if flushBy.IsZero() {
+			select {
+			case e := <-c.ch:
+				batch = append(batch, e)
+			case <-c.stop:
+				flushBy = time.Now().Add(c.o.SendTimeout)
+			}
 		}
 	drain:
 		for len(batch) < MaxBatch-1 { // room for the dropped-count event
@@ -180,6 +191,14 @@ func (c *Client) loop() {
 			default:
 				break drain
 			}
+		}
+		if !flushBy.IsZero() && (len(batch) == 0 || time.Now().After(flushBy)) {
+			c.drop(len(batch))
+			for len(c.ch) > 0 {
+				<-c.ch
+				c.drop(1)
+			}
+			return
 		}
 		if len(batch) > 0 {
 			if conn == nil && !time.Now().Before(nextDial) {
@@ -210,9 +229,6 @@ func (c *Client) loop() {
 					backoff = c.o.RetryMin
 				}
 			}
-		}
-		if stopping {
-			return
 		}
 	}
 }

@@ -80,6 +80,9 @@ func DecodeBatch(dst []Event, msg []byte) ([]Event, error) {
 		}
 		kind, nl := Kind(p[0]), int(p[1])
 		p = p[2:]
+		if nl == 0 {
+			return dst[:start], fmt.Errorf("decode metric batch: event %d of %d has an empty name", i, n)
+		}
 		if len(p) < nl+1 {
 			return fail(i)
 		}

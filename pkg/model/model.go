@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
@@ -27,13 +26,13 @@ type LoadOptions struct {
 }
 
 type layer struct {
-	attnNorm, ffnNorm  []float32 // [Hidden]
-	wq                 *tensor.Matrix
-	wk, wv             *tensor.Matrix // [KVHeads*HeadDim x Hidden]
-	wo                 *tensor.Matrix // [Hidden x Heads*HeadDim]
-	bq, bk, bv         []float32      // qwen2 biases (nil otherwise)
-	qNorm, kNorm       []float32      // qwen3 per-head RMSNorm weights [HeadDim]
-	wGate, wUp, wDown  *tensor.Matrix
+	attnNorm, ffnNorm []float32 // [Hidden]
+	wq                *tensor.Matrix
+	wk, wv            *tensor.Matrix // [KVHeads*HeadDim x Hidden]
+	wo                *tensor.Matrix // [Hidden x Heads*HeadDim]
+	bq, bk, bv        []float32      // qwen2 biases (nil otherwise)
+	qNorm, kNorm      []float32      // qwen3 per-head RMSNorm weights [HeadDim]
+	wGate, wUp, wDown *tensor.Matrix
 }
 
 // Model is a loaded model. Forward is not safe for concurrent use: one
@@ -288,6 +287,3 @@ func (m *Model) closeFiles() error {
 	}
 	return nil
 }
-
-// isGGUFPath reports whether path names a GGUF file (by extension).
-func isGGUFPath(path string) bool { return strings.EqualFold(filepath.Ext(path), ".gguf") }

@@ -396,7 +396,7 @@ func (s *Supervisor) start(r *roleProc) error {
 }
 
 func (s *Supervisor) spec(r *roleProc) Spec {
-	format, _ := logging.ResolveFormat(s.cfg.LogFormat, os.Stderr)
+	format, _ := logging.ResolveFormat(s.cfg.LogFormat, s.opts.Output)
 	env := make([]string, 0, len(os.Environ())+5)
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

@@ -240,3 +240,46 @@ func TestDotX4MatchesSingle(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4ChainKernels: the repacked-q4_0-order kernels (8 rows x 1 token,
+// 1 row x 4 tokens, 1 x 1) agree bit for bit with each other and with the
+// portable version, and closely with the exact dot product.
+func TestQ4ChainKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{32, 160, 2048} {
+		nb := n / QK
+		rows := make([][]byte, 8)
+		var all []byte
+		for k := range rows {
+			rows[k], _ = Quantize(Q4_0, randVec(r, n, 1))
+			all = append(all, rows[k]...)
+		}
+		xq := make([]int8, 4*n)
+		ds := make([]float32, 4*nb)
+		for k := 0; k < 4; k++ {
+			QuantizeActQ8(randVec(r, n, 2), xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
+		}
+		dsT := make([]float32, 4*nb)
+		for k := 0; k < 4; k++ {
+			for b := 0; b < nb; b++ {
+				dsT[4*b+k] = ds[k*nb+b]
+			}
+		}
+		for tok := 0; tok < 4; tok++ {
+			x, d := xq[tok*n:(tok+1)*n], ds[tok*nb:(tok+1)*nb]
+			var r8 [8]float32
+			dotQ4Rows8(all, len(rows[0]), x, d, &r8)
+			for k := range rows {
+				single, generic := dotQ4Chain(rows[k], x, d), dotQ4ChainGeneric(rows[k], x, d)
+				var t4 [4]float32
+				dotQ4Tok4(rows[k], xq, dsT, &t4)
+				if single != generic || r8[k] != single || t4[tok] != single {
+					t.Fatalf("n=%d row %d token %d: chain %v generic %v rows8 %v tok4 %v", n, k, tok, single, generic, r8[k], t4[tok])
+				}
+				if want := dotQ4(rows[k], x, d); !close32(single, float64(want), 1e-5) {
+					t.Errorf("n=%d row %d: chain %v vs dot %v", n, k, single, want)
+				}
+			}
+		}
+	}
+}

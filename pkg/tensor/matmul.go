@@ -26,6 +26,7 @@ type Ctx struct {
 	Pool *Pool
 	xq   []int8
 	xd   []float32
+	xdT  []float32
 	mm   mmTask
 }
 
@@ -43,9 +44,15 @@ type mmTask struct {
 	x     []float32
 	xq    []int8
 	xd    []float32
+	xdT   []float32 // scales of each group of 4 tokens, interleaved per block
 	T     int
 	cols  int
 }
+
+// q4Chain reports whether w is computed with llama.cpp's repacked-q4_0
+// rounding, which llama.cpp uses for q4_0 matrices with a multiple of 8
+// rows; matching it keeps greedy output identical to llama.cpp's.
+func q4Chain(w *Matrix) bool { return w.Type == Q4_0 && w.Rows%8 == 0 }
 
 // MatMul computes every out.Y = x · out.W^T for T activation rows x
 // (x is [T x cols], each W is [rows x cols], each Y is [T x rows]). All
@@ -56,7 +63,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
 	}
 	cols := outs[0].W.Cols
-	quant := false
+	quant, chain := false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
 	rows := 0
@@ -66,6 +73,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
 		}
 		quant = quant || o.W.Type.Quantized()
+		chain = chain || q4Chain(o.W)
 		m.outs[i] = o
 		m.start[i] = rows
 		rows += o.W.Rows
@@ -83,13 +91,27 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 			QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*cols/QK:(t+1)*cols/QK])
 		}
 		m.xq, m.xd = c.xq[:T*cols], c.xd[:T*cols/QK]
+		if chain && T >= 4 {
+			nb, T4 := cols/QK, T&^3
+			if len(c.xdT) < T4*nb {
+				c.xdT = make([]float32, T4*nb)
+			}
+			for g := 0; g < T4/4; g++ {
+				for k := 0; k < 4; k++ {
+					for b := 0; b < nb; b++ {
+						c.xdT[g*4*nb+4*b+k] = c.xd[(4*g+k)*nb+b]
+					}
+				}
+			}
+			m.xdT = c.xdT[:T4*nb]
+		}
 	}
 	grain := max(1, minChunkWork/(cols*T))
 	c.Pool.Run(m, rows, grain)
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd = nil, nil, nil
+	m.x, m.xq, m.xd, m.xdT = nil, nil, nil, nil
 	return nil
 }
 
@@ -108,6 +130,10 @@ func (m *mmTask) rows(o *Out, r0, r1 int) {
 	w, cols, nOut := o.W, m.cols, o.W.Rows
 	rb := w.rowBytes
 	nb := cols / QK
+	if q4Chain(w) {
+		m.rowsQ4Chain(o, r0, r1)
+		return
+	}
 	for t0 := 0; t0 < m.T; t0 += tokenTile {
 		t1 := min(m.T, t0+tokenTile)
 		for r := r0; r < r1; r++ {
@@ -129,6 +155,40 @@ func (m *mmTask) rows(o *Out, r0, r1 int) {
 			case Q8_0, Q4_0:
 				m.rowQ(o, w.Type, row, r, t0, t1, nOut, nb)
 			}
+		}
+	}
+}
+
+// rowsQ4Chain computes rows [r0, r1) of a q4_0 matrix with llama.cpp's
+// repacked rounding: groups of four tokens per row, remaining tokens eight
+// rows at a time. Every kernel gives the same bits for a (row, token).
+func (m *mmTask) rowsQ4Chain(o *Out, r0, r1 int) {
+	w, cols, nOut := o.W, m.cols, o.W.Rows
+	rb, nb := w.rowBytes, cols/QK
+	T4 := m.T &^ 3
+	var res [4]float32
+	for g0 := 0; g0 < T4; g0 += tokenTile {
+		g1 := min(T4, g0+tokenTile)
+		for r := r0; r < r1; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			for t := g0; t < g1; t += 4 {
+				dotQ4Tok4(row, m.xq[t*cols:(t+4)*cols], m.xdT[t*nb:(t+4)*nb], &res)
+				for k := range res {
+					o.Y[(t+k)*nOut+r] = res[k]
+				}
+			}
+		}
+	}
+	var res8 [8]float32
+	for t := T4; t < m.T; t++ {
+		xq, xd := m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb]
+		r := r0
+		for ; r+8 <= r1; r += 8 {
+			dotQ4Rows8(w.Data[r*rb:(r+8)*rb], rb, xq, xd, &res8)
+			copy(o.Y[t*nOut+r:t*nOut+r+8], res8[:])
+		}
+		for ; r < r1; r++ {
+			o.Y[t*nOut+r] = dotQ4Chain(w.Data[r*rb:(r+1)*rb], xq, xd)
 		}
 	}
 }
@@ -157,27 +217,4 @@ func (m *mmTask) rowQ(o *Out, typ DType, row []byte, r, t0, t1, nOut, nb int) {
 			o.Y[t*nOut+r] = dotQ4(row, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
 		}
 	}
-}
-
-// Dot computes W[r] · x for one row, dequantizing nothing; for quantized
-// W, x is quantized to q8_0 first using scratch from the context.
-func (c *Ctx) Dot(w *Matrix, r int, x []float32) float32 {
-	row := w.Row(r)
-	switch w.Type {
-	case F32:
-		return DotF32(bytesAsF32(row), x)
-	case F16:
-		return dotF16(row, x)
-	case BF16:
-		return dotBF16(row, x)
-	}
-	if len(c.xq) < w.Cols {
-		c.xq = make([]int8, w.Cols)
-		c.xd = make([]float32, w.Cols/QK)
-	}
-	QuantizeActQ8(x, c.xq, c.xd)
-	if w.Type == Q8_0 {
-		return dotQ8(row, c.xq[:w.Cols], c.xd[:w.Cols/QK])
-	}
-	return dotQ4(row, c.xq[:w.Cols], c.xd[:w.Cols/QK])
 }

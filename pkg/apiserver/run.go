@@ -1,0 +1,214 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// run is one admitted group being read.
+type run struct {
+	s      *Server
+	group  *Group
+	path   string
+	id     uint64
+	events <-chan Event
+	left   int    // sequences not finished
+	done   []bool // per sequence
+	closed bool   // events channel closed
+
+	firstToken time.Duration
+	tokens     []int // generated tokens per sequence
+	cacheLen   int
+	finish     []FinishReason
+	abortOnce  sync.Once
+}
+
+// submit admits g: refused while draining, when the server is not ready,
+// and past MaxInFlight sequences; then the backend's Submit.
+func (s *Server) submit(ctx context.Context, path string, g *Group) (*run, *apiError) {
+	if s.draining.Load() {
+		return nil, unavailable(codeDraining, "the server is shutting down, retry on another replica", s.opts.RetryAfter)
+	}
+	if !s.backend.Ready() {
+		return nil, unavailable(codeNotReady, "the server is not ready yet (model loading)", s.opts.RetryAfter)
+	}
+	n := int64(g.N)
+	if limit := int64(s.opts.MaxInFlight); limit > 0 {
+		if s.seqs.Add(n) > limit {
+			s.seqs.Add(-n)
+			return nil, overloaded("the server is overloaded (too many requests in flight), retry later", s.opts.RetryAfter)
+		}
+	} else {
+		s.seqs.Add(n)
+	}
+	if g.Arrival.IsZero() {
+		g.Arrival = time.Now()
+	}
+	st, err := s.backend.Submit(ctx, g)
+	if err != nil {
+		s.seqs.Add(-n)
+		if ctx.Err() != nil {
+			return nil, nil // the client is gone; nothing to answer
+		}
+		return nil, s.asAPIError(err)
+	}
+	return &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
+		tokens: make([]int, g.N), finish: make([]FinishReason, g.N)}, nil
+}
+
+// next returns the next event; ok is false when every sequence has
+// finished. When ctx ends first (the client went away) the group is
+// aborted and ctx's error returned.
+func (r *run) next(ctx context.Context) (Event, bool, error) {
+	for r.left > 0 {
+		if r.closed {
+			return r.lostSequence(), true, nil
+		}
+		select {
+		case ev, ok := <-r.events:
+			if !ok {
+				r.closed = true
+				continue
+			}
+			if ev.Seq < 0 || ev.Seq >= len(r.done) || r.done[ev.Seq] {
+				r.s.log.Warn().Uint64("group", r.id).Int("seq", ev.Seq).Msg("backend sent an event for no running sequence; ignored")
+				continue
+			}
+			r.account(&ev)
+			return ev, true, nil
+		case <-ctx.Done():
+			r.abort()
+			return Event{}, false, ctx.Err()
+		}
+	}
+	return Event{}, false, nil
+}
+
+// lostSequence finishes the first unfinished sequence with an error: the
+// backend closed the stream early.
+func (r *run) lostSequence() Event {
+	for i, d := range r.done {
+		if !d {
+			ev := Event{Seq: i, TokenID: -1, Finished: true, Reason: FinishError,
+				Err: "the backend ended the stream before the sequence finished"}
+			r.account(&ev)
+			return ev
+		}
+	}
+	return Event{}
+}
+
+func (r *run) account(ev *Event) {
+	if ev.TokenID >= 0 {
+		if r.firstToken == 0 {
+			r.firstToken = max(time.Since(r.group.Arrival), time.Nanosecond)
+		}
+		r.tokens[ev.Seq]++
+	}
+	if ev.PromptCacheLen > r.cacheLen {
+		r.cacheLen = ev.PromptCacheLen
+	}
+	if ev.Finished {
+		if ev.Reason == FinishNone {
+			ev.Reason = FinishStop
+		}
+		r.done[ev.Seq] = true
+		r.finish[ev.Seq] = ev.Reason
+		r.left--
+	}
+}
+
+func (r *run) abort() {
+	r.abortOnce.Do(func() {
+		r.s.log.Debug().Uint64("group", r.id).Str("request_id", r.group.RequestID).Msg("aborting request")
+		r.s.backend.Abort(r.id)
+	})
+}
+
+// close ends the run: an unfinished group is aborted (client gone, write
+// error, or an error of ours), the admission count is released and the
+// observer told.
+func (r *run) close() {
+	if r.left > 0 {
+		r.abort()
+	}
+	r.s.seqs.Add(-int64(r.group.N))
+	if r.left == 0 && r.s.opts.Observer != nil {
+		total := 0
+		for _, n := range r.tokens {
+			total += n
+		}
+		r.s.opts.Observer.RequestDone(RequestStats{Path: r.path, PromptTokens: len(r.group.Prompt),
+			CompletionTokens: total, PromptCacheLen: r.cacheLen, MaxNewTokens: r.group.Params.MaxNewTokens,
+			FirstToken: r.firstToken, Total: time.Since(r.group.Arrival), Finish: r.finish})
+	}
+}
+
+// completionTokens counts generated tokens over all sequences.
+func (r *run) completionTokens() int {
+	n := 0
+	for _, t := range r.tokens {
+		n += t
+	}
+	return n
+}
+
+// clientGone reports an error that means the client disconnected.
+func clientGone(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// sseWriter writes Server-Sent Events. LightLLM's native stream writes
+// "data:" with no space, OpenAI's "data: ".
+type sseWriter struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	prefix string
+	err    error
+}
+
+func newSSE(w http.ResponseWriter, native bool) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), prefix: "data: "}
+	if native {
+		s.prefix = "data:"
+	}
+	return s
+}
+
+// event writes one "data:" event holding v as JSON and flushes it.
+func (s *sseWriter) event(v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.raw(b)
+}
+
+func (s *sseWriter) raw(b []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	buf := make([]byte, 0, len(s.prefix)+len(b)+2)
+	buf = append(buf, s.prefix...)
+	buf = append(buf, b...)
+	buf = append(buf, '\n', '\n')
+	if _, err := s.w.Write(buf); err != nil {
+		s.err = err
+		return err
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// done writes OpenAI's terminating event.
+func (s *sseWriter) done() error { return s.raw([]byte("[DONE]")) }

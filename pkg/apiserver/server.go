@@ -1,0 +1,276 @@
+// Package apiserver is the HTTP front end of the server: LightLLM's native
+// API (/generate, /generate_stream), the OpenAI-compatible API
+// (/v1/completions, /v1/chat/completions, /v1/models) and the info and
+// health endpoints, over a Backend that runs the requests. It validates,
+// tokenizes (chat templates included), applies LightLLM's length rule,
+// admits with a bounded number of requests in flight, streams Server-Sent
+// Events, aborts the request of a client that goes away, and drains
+// gracefully. docs/api.md describes the wire formats.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/chattmpl"
+)
+
+// Tokenizer is what the server needs from pkg/tokenizer.
+type Tokenizer interface {
+	Encode(text string, addSpecial bool) []int32
+	Decode(ids []int32, skipSpecial bool) string
+	VocabSize() int
+	BOS() int32
+	EOS() int32
+	Token(id int32) string
+	TokenBytes(id int32) []byte
+	ChatTemplate() string
+}
+
+// Observer receives per-request statistics, e.g. for pkg/metrics; its
+// methods must be cheap and must not block.
+type Observer interface {
+	// RequestDone reports a generation request that completed.
+	RequestDone(RequestStats)
+	// RequestFailed reports every error response (LightLLM's
+	// lightllm_request_failure).
+	RequestFailed(path string, status int)
+}
+
+// RequestStats describes one completed group.
+type RequestStats struct {
+	Path             string
+	PromptTokens     int
+	CompletionTokens int // all sequences together
+	PromptCacheLen   int
+	MaxNewTokens     int
+	FirstToken       time.Duration // arrival → first token
+	Total            time.Duration
+	Finish           []FinishReason
+}
+
+// Options configure a Server. Zero values get the defaults noted.
+type Options struct {
+	// ModelName is the served name (--model_name); "" or LightLLM's
+	// "default_model_name" is replaced by the base name of ModelDir in
+	// /v1/models and responses, as LightLLM does.
+	ModelName string
+	ModelDir  string
+	// MaxReqTotalLen is --max_req_total_len (prompt + output tokens). Required.
+	MaxReqTotalLen int
+	// MaxInFlight bounds the sequences admitted at once by this server
+	// (running_max_req_size + max_waiting_reqs); past it requests get 429.
+	// 0: no bound here (the backend may still say ErrOverloaded).
+	MaxInFlight int
+	// MaxBodyBytes bounds a request body; larger bodies get 413 (default 16 MiB).
+	MaxBodyBytes int64
+	// RetryAfter is the Retry-After of 429/503 answers (default 1s).
+	RetryAfter time.Duration
+	// GracefulTimeout bounds the wait for in-flight requests in Run's
+	// shutdown (default 60s, LightLLM's).
+	GracefulTimeout time.Duration
+	// ChatTemplate replaces the tokenizer's chat template (--chat_template).
+	ChatTemplate string
+	// VocabSize bounds token ids in prompts (default: the tokenizer's).
+	VocabSize int
+	// GenerationDefaults from the model's generation_config.json.
+	GenerationDefaults GenerationDefaults
+	// SkipSpecialTokens is the native API's default (LightLLM's env
+	// SKIP_SPECIAL_TOKENS); the OpenAI endpoints default to true.
+	SkipSpecialTokens bool
+	// InputPenalty is LightLLM's env INPUT_PENALTY default.
+	InputPenalty bool
+	// StrictModelName answers 404 model_not_found to OpenAI requests that
+	// name another model (LightLLM ignores the name).
+	StrictModelName bool
+	// Metrics serves /metrics (the metric role's text plus live gauges).
+	Metrics http.Handler
+	// ServerInfo is what /get_server_info returns (the resolved config).
+	ServerInfo any
+	// Observer gets per-request statistics; may be nil.
+	Observer Observer
+	// Created is the model's "created" time in /v1/models (default: New's time).
+	Created time.Time
+	// Now is the clock for response timestamps (tests pin it).
+	Now func() time.Time
+	// IdleTimeout is the keep-alive idle timeout (default 10s, hypercorn's).
+	IdleTimeout time.Duration
+}
+
+// Server is the HTTP front end.
+type Server struct {
+	opts    Options
+	backend Backend
+	tok     Tokenizer
+	log     zerolog.Logger
+	vocab   int
+	model   string // served model name
+
+	chat    *chattmpl.Template
+	chatErr error // why chat is unavailable
+
+	handler http.Handler
+	http    *http.Server
+
+	draining atomic.Bool
+	active   atomic.Int64 // generation requests in flight
+	seqs     atomic.Int64 // sequences admitted (MaxInFlight)
+	idMu     sync.Mutex
+	idSeq    uint64
+}
+
+// New builds a Server; it does not listen yet (see Serve and Run).
+func New(opts Options, backend Backend, tok Tokenizer, log zerolog.Logger) (*Server, error) {
+	if backend == nil || tok == nil {
+		return nil, errors.New("apiserver: a backend and a tokenizer are required")
+	}
+	if opts.MaxReqTotalLen <= 0 {
+		return nil, fmt.Errorf("apiserver: max_req_total_len must be > 0, got %d", opts.MaxReqTotalLen)
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 16 << 20
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = time.Second
+	}
+	if opts.GracefulTimeout <= 0 {
+		opts.GracefulTimeout = 60 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Created.IsZero() {
+		opts.Created = opts.Now()
+	}
+	s := &Server{opts: opts, backend: backend, tok: tok, log: log.With().Str("component", "apiserver").Logger()}
+	s.vocab = opts.VocabSize
+	if s.vocab <= 0 {
+		s.vocab = tok.VocabSize()
+	}
+	s.model = opts.ModelName
+	if (s.model == "" || s.model == "default_model_name") && opts.ModelDir != "" {
+		s.model = filepath.Base(strings.TrimRight(opts.ModelDir, "/"))
+	}
+	if s.model == "" {
+		s.model = "default_model_name"
+	}
+	src := opts.ChatTemplate
+	if src == "" {
+		src = tok.ChatTemplate()
+	}
+	if src == "" {
+		s.chatErr = errors.New("this model has no chat template, so /v1/chat/completions cannot build a prompt; " +
+			"use /v1/completions or /generate, or start the server with --chat_template FILE")
+	} else if t, err := chattmpl.New(src); err != nil {
+		s.chatErr = fmt.Errorf("the model's chat template cannot be used: %w", err)
+		s.log.Warn().Err(err).Msg("chat template does not compile; chat completions are disabled")
+	} else {
+		s.chat = t
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the server's http.Handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// ModelName is the served model name.
+func (s *Server) ModelName() string { return s.model }
+
+// Serve answers HTTP on l until Shutdown; it returns http.ErrServerClosed
+// after a Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	srv := s.httpServer()
+	return srv.Serve(l)
+}
+
+func (s *Server) httpServer() *http.Server {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	if s.http == nil {
+		s.http = &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       s.opts.IdleTimeout,
+			MaxHeaderBytes:    1 << 20,
+			ErrorLog:          newStdLogger(s.log),
+		}
+	}
+	return s.http
+}
+
+// Run serves on l until ctx is done, then drains (up to GracefulTimeout)
+// and shuts down. It returns nil after a clean stop.
+func (s *Server) Run(ctx context.Context, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.GracefulTimeout)
+	defer cancel()
+	err := s.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Drain stops admitting: new generation requests get 503 with Retry-After
+// and /readiness and /health fail. It then waits until the requests in
+// flight have finished or ctx is done; in that case it returns an error
+// saying how many are left (they keep running).
+func (s *Server) Drain(ctx context.Context) error {
+	if !s.draining.Swap(true) {
+		s.log.Info().Int64("in_flight", s.active.Load()).Msg("draining: no new requests")
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		n := s.active.Load()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drain: %d requests still in flight: %w", n, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Shutdown drains (bounded by ctx) and then closes the listeners and idle
+// connections; requests still running when ctx ends are cut off.
+func (s *Server) Shutdown(ctx context.Context) error {
+	derr := s.Drain(ctx)
+	srv := s.httpServer()
+	if derr != nil {
+		cerr := srv.Close()
+		return errors.Join(derr, cerr)
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// Draining reports whether Drain has been called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// InFlight is the number of generation requests being served.
+func (s *Server) InFlight() int { return int(s.active.Load()) }
