@@ -16,8 +16,10 @@ func BenchmarkRingRoundTrip(b *testing.B) {
 	rs, _ := r.Role(RoleRouter)
 	reply := rs.Bell()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	exited := make(chan struct{})
+	defer func() { cancel(); <-exited }() // before the region is unmapped
 	go func() {
+		defer close(exited)
 		for {
 			if _, err := q.PopWait(ctx); err != nil {
 				return
@@ -74,10 +76,12 @@ func BenchmarkFutexPingPong(b *testing.B) {
 	ra, _ := r.Role(RoleInfer)
 	rb, _ := r.Role(RoleDetokenizer)
 	ping, pong := ra.Bell(), rb.Bell()
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, exited := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-exited }()
+	seen0 := ping.Seq() // before the first Ring below can happen
 	go func() {
-		seen := ping.Seq()
+		defer close(exited)
+		seen := seen0
 		for {
 			for !ping.Wait(seen, 20*time.Millisecond) {
 				select {

@@ -45,10 +45,10 @@ func (s *Server) defaultParams(openAI bool) SamplingParams {
 		Temperature: 1, TopP: 1, TopK: -1, RepetitionPenalty: 1,
 		MaxNewTokens: defaultMaxNewTokens, MinNewTokens: 1, Seed: -1,
 		SpacesBetweenSpecialTokens: true, AddSpecialTokens: true,
-		SkipSpecialTokens:                   openAI || s.opts.SkipSpecialTokens,
-		ExponentialDecayLengthPenalty:       DecayPenalty{Start: 1, Factor: 1},
-		InputPenalty:                        s.opts.InputPenalty,
-		DoSample:                            openAI,
+		SkipSpecialTokens:             openAI || s.opts.SkipSpecialTokens,
+		ExponentialDecayLengthPenalty: DecayPenalty{Start: 1, Factor: 1},
+		InputPenalty:                  s.opts.InputPenalty,
+		DoSample:                      openAI,
 	}
 	d := s.opts.GenerationDefaults
 	if d.DoSample != nil && !openAI {

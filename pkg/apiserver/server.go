@@ -125,8 +125,7 @@ type Server struct {
 	draining atomic.Bool
 	active   atomic.Int64 // generation requests in flight
 	seqs     atomic.Int64 // sequences admitted (MaxInFlight)
-	idMu     sync.Mutex
-	idSeq    uint64
+	mu       sync.Mutex   // guards http
 }
 
 // New builds a Server; it does not listen yet (see Serve and Run).
@@ -198,8 +197,8 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 func (s *Server) httpServer() *http.Server {
-	s.idMu.Lock()
-	defer s.idMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.http == nil {
 		s.http = &http.Server{
 			Handler:           s.handler,

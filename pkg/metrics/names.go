@@ -58,6 +58,14 @@ const (
 	GenThroughput          = "lightllm_gen_throughput"            // tokens/s of the latest finished request
 	KVUsage                = "lightllm_kv_usage"                  // used KV tokens / capacity, 0..1 (infer)
 	QueueOldestWaitSeconds = "lightllm_queue_oldest_wait_seconds" // age of the oldest waiting request (router)
+
+	// Gauges of the health role.
+	HealthStatus      = "lightllm_health_status" // 0 healthy, 1 degraded, 2 unhealthy
+	GPUMemoryUsed     = "lightllm_gpu_memory_used_bytes"
+	GPUMemoryTotal    = "lightllm_gpu_memory_total_bytes"
+	GPUUtilization    = "lightllm_gpu_utilization_ratio" // 0..1
+	GPUTemperature    = "lightllm_gpu_temperature_celsius"
+	GPUECCUncorrected = "lightllm_gpu_ecc_uncorrected_errors" // volatile count since the driver loaded
 )
 
 // Kind is the type of a metric.
@@ -158,6 +166,12 @@ func defs() []def {
 		{GenThroughput, KindGauge, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone, nil},
 		{KVUsage, KindGauge, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone, nil},
 		{QueueOldestWaitSeconds, KindGauge, "How long the oldest waiting request has been queued (s)", "", bucketsNone, nil},
+		{HealthStatus, KindGauge, "Health of the instance as the health role sees it: 0 healthy, 1 degraded, 2 unhealthy", "", bucketsNone, nil},
+		{GPUMemoryUsed, KindGauge, "GPU memory in use (bytes)", "", bucketsNone, nil},
+		{GPUMemoryTotal, KindGauge, "GPU memory (bytes)", "", bucketsNone, nil},
+		{GPUUtilization, KindGauge, "Fraction of time a kernel ran on the GPU over the last sample period", "", bucketsNone, nil},
+		{GPUTemperature, KindGauge, "GPU temperature (°C)", "", bucketsNone, nil},
+		{GPUECCUncorrected, KindGauge, "Uncorrected ECC errors since the driver loaded (volatile count)", "", bucketsNone, nil},
 	}
 }
 

@@ -77,7 +77,7 @@ func (p *zmqPush) Close() error {
 // ListenZMQ binds a PULL socket at endpoint.
 func ListenZMQ(endpoint string) (Puller, error) {
 	if path, ok := strings.CutPrefix(endpoint, "ipc://"); ok {
-		if err := removeStaleSocket(path); err != nil {
+		if err := RemoveStaleSocket(path); err != nil {
 			return nil, err
 		}
 	}
@@ -123,8 +123,9 @@ func (p *zmqPull) Close() error {
 	return p.sock.Close()
 }
 
-// removeStaleSocket deletes a unix socket file nobody listens on.
-func removeStaleSocket(path string) error {
+// RemoveStaleSocket deletes a unix socket file nobody listens on (one a
+// killed process left behind), and fails if a live process still listens.
+func RemoveStaleSocket(path string) error {
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -222,8 +222,7 @@ func (m *Model) outputRows(b *Batch) []int32 {
 
 func (m *Model) storeKV(b *Batch, kv *KV, layer int, k, v []float32) {
 	dim := kv.dim
-	for si, sq := range b.Seqs {
-		_ = si
+	for _, sq := range b.Seqs {
 		for t := sq.Start; t < sq.Start+sq.Len; t++ {
 			off := kv.off(layer, sq.Slots[b.Positions[t]])
 			kt, vt := k[t*dim:(t+1)*dim], v[t*dim:(t+1)*dim]

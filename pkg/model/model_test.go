@@ -251,7 +251,6 @@ func TestForwardNoAllocs(t *testing.T) {
 		slots[i] = int32(i)
 	}
 	out := [][]float32{make([]float32, m.Config().Vocab), make([]float32, m.Config().Vocab)}
-	pos := 10
 	b := &Batch{Tokens: []int32{5, 6}, Positions: []int32{10, 10}, Seqs: []Seq{{0, 1, slots[:11], true}, {1, 1, slots[:11], true}}}
 	// Warm up the scratch buffers with a larger prefill.
 	prefill := &Batch{Tokens: make([]int32, 11), Positions: make([]int32, 11), Seqs: []Seq{{0, 11, slots[:11], true}}}
@@ -269,7 +268,6 @@ func TestForwardNoAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("decode step allocates %v times", allocs)
 	}
-	_ = pos
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -315,12 +313,11 @@ func TestLoadErrors(t *testing.T) {
 		return false
 	})
 	missing := rewrite("missing.gguf", func(_ *gguf.Writer, ti *gguf.TensorInfo) bool { return ti.Name == "blk.1.ffn_up.weight" })
-	q4k := rewrite("q4k.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
+	q4k := rewrite("q2k.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
 		if ti.Name != "blk.0.attn_v.weight" {
 			return false
 		}
-		// Same byte count as 32 rows of 64 f32 is not needed: any valid q4_K layout.
-		w.AddTensor(ti.Name, gguf.Q4_K, []uint64{256, 4}, make([]byte, 4*144))
+		w.AddTensor(ti.Name, gguf.Q2_K, []uint64{256, 4}, make([]byte, 4*84))
 		return true
 	})
 	badShape := rewrite("shape.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
@@ -344,7 +341,7 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated tensor", write("trunc.gguf", data[:len(data)-200]), []string{"trunc.gguf", `tensor "output.weight"`, "truncated"}},
 		{"unknown arch", unknownArch, []string{"arch.gguf", `unknown architecture "gpt2"`}},
 		{"missing tensor", missing, []string{"missing.gguf", `"blk.1.ffn_up.weight"`}},
-		{"unsupported dtype", q4k, []string{"q4k.gguf", `"blk.0.attn_v.weight"`, "q4_K"}},
+		{"unsupported dtype", q4k, []string{"q2k.gguf", `"blk.0.attn_v.weight"`, "q2_K"}},
 		{"wrong shape", badShape, []string{"shape.gguf", `"blk.0.attn_k.weight"`, "shape"}},
 		{"hf without weights", hfDir, []string{hfDir, "safetensors"}},
 	}

@@ -35,6 +35,11 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 	if !ok {
 		return nil, nil
 	}
+	// ggml lists the contiguous dimension first.
+	shape := make([]int, len(ti.Shape))
+	for i, d := range ti.Shape {
+		shape[len(shape)-1-i] = int(d)
+	}
 	var dt tensor.DType
 	switch ti.Type {
 	case gguf.F32:
@@ -47,16 +52,45 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		dt = tensor.Q8_0
 	case gguf.Q4_0:
 		dt = tensor.Q4_0
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		return s.convert(name, ti, shape)
 	default:
-		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0)",
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0; q4_1, q5_0, q5_1, q4_K, q5_K, q6_K by conversion)",
 			s.f.Path, name, ti.Type)
 	}
-	// ggml lists the contiguous dimension first.
-	shape := make([]int, len(ti.Shape))
-	for i, d := range ti.Shape {
-		shape[len(shape)-1-i] = int(d)
-	}
 	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti)}, nil
+}
+
+// convert decodes a tensor of a type the kernels do not compute on (such
+// as the q4_K/q6_K mix of llama.cpp's *_K_M files) and re-encodes it in
+// memory: matrices as q8_0 (8.5 bits per weight, close to the source
+// precision), vectors as f32. This copy is the exception to keeping
+// weights in the mmap'd file.
+func (s ggufSource) convert(name string, ti *gguf.TensorInfo, shape []int) (*rawTensor, error) {
+	cols := int(ti.Shape[0])
+	rows := int(ti.NumElements()) / max(cols, 1)
+	src := s.f.TensorData(ti)
+	srcRow := int(ti.Size) / max(rows, 1)
+	typ := tensor.Q8_0
+	if len(shape) < 2 || cols%tensor.QK != 0 {
+		typ = tensor.F32
+	}
+	var out []byte
+	buf := make([]float32, cols)
+	for r := 0; r < rows; r++ {
+		if err := gguf.Dequantize(ti.Type, src[r*srcRow:(r+1)*srcRow], buf); err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %w", s.f.Path, name, err)
+		}
+		enc, err := tensor.Quantize(typ, buf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %w", s.f.Path, name, err)
+		}
+		if out == nil {
+			out = make([]byte, 0, rows*len(enc))
+		}
+		out = append(out, enc...)
+	}
+	return &rawTensor{name: name, typ: typ, shape: shape, data: out}, nil
 }
 
 type hfSource struct {

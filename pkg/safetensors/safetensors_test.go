@@ -147,3 +147,24 @@ func TestStories260KHF(t *testing.T) {
 		t.Errorf("k_proj: %+v", info)
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	dir := f.TempDir()
+	p := filepath.Join(dir, "seed.safetensors")
+	if err := WriteFile(p, sampleTensors(), map[string]string{"format": "pt"}); err != nil {
+		f.Fatal(err)
+	}
+	seed, _ := os.ReadFile(p)
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz", data)
+		if err != nil {
+			return
+		}
+		for i := range file.Tensors {
+			if got := file.TensorData(&file.Tensors[i]); uint64(len(got)) != file.Tensors[i].Size {
+				t.Fatalf("tensor %s: %d bytes, size %d", file.Tensors[i].Name, len(got), file.Tensors[i].Size)
+			}
+		}
+	})
+}

@@ -63,6 +63,9 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
 	}
 	cols := outs[0].W.Cols
+	if T <= 0 || len(x) < T*cols {
+		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
+	}
 	quant, chain := false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]

@@ -80,6 +80,9 @@ func TestMatMulErrors(t *testing.T) {
 	if err := ctx.MatMul(make([]float32, 16), 1, Out{w, make([]float32, 4)}, Out{w2, make([]float32, 4)}); err == nil {
 		t.Error("mismatched widths: no error")
 	}
+	if err := ctx.MatMul(make([]float32, 7), 1, Out{w, make([]float32, 4)}); err == nil {
+		t.Error("short input: no error")
+	}
 	if _, err := NewMatrix(Q8_0, 2, 32, make([]byte, 10)); err == nil {
 		t.Error("short matrix data: no error")
 	}

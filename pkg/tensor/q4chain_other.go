@@ -10,4 +10,6 @@ func dotQ4Rows8(w []byte, rowBytes int, xq []int8, ds []float32, out *[8]float32
 	}
 }
 
-func dotQ4Tok4(w []byte, xq []int8, dsT []float32, out *[4]float32) { dotQ4Tok4Generic(w, xq, dsT, out) }
+func dotQ4Tok4(w []byte, xq []int8, dsT []float32, out *[4]float32) {
+	dotQ4Tok4Generic(w, xq, dsT, out)
+}

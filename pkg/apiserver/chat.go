@@ -1,0 +1,354 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/chattmpl"
+)
+
+var chatFields = setOf(append([]string{"messages", "logprobs", "top_logprobs", "tools", "tool_choice",
+	"parallel_tool_calls", "functions", "function_call", "metadata", "store", "service_tier", "modalities",
+	"audio", "prediction", "reasoning_effort", "prompt_cache_key", "safety_identifier", "web_search_options",
+	"add_generation_prompt", "chat_template_kwargs", "separate_reasoning", "stream_reasoning"},
+	openAICommon...)...)
+
+// chatRequest is a parsed /v1/chat/completions body.
+type chatRequest struct {
+	openAIRequest
+	prompt      []int32
+	n           int
+	logprobs    bool
+	topLogprobs int
+}
+
+func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
+	o, e := parseBody(body)
+	if e != nil {
+		return nil, e
+	}
+	o.rejectUnknown(chatFields)
+	req := &chatRequest{n: 1}
+	s.parseOpenAICommon(o, &req.openAIRequest)
+	req.params.AddSpecialTokens = false // the template writes BOS itself
+	if v := o.boolean("add_special_tokens"); v != nil {
+		req.params.AddSpecialTokens = *v
+	}
+	if v := o.intIn("n", 1, MaxBestOf); v != nil {
+		req.n = int(*v)
+	}
+	if v := o.boolean("logprobs"); v != nil {
+		req.logprobs = *v
+	}
+	if v := o.intIn("top_logprobs", 0, maxTopLogprobs); v != nil {
+		if !req.logprobs && *v > 0 {
+			o.fail(invalidValue("top_logprobs", "'top_logprobs' needs 'logprobs' set to true"))
+		}
+		req.topLogprobs = int(*v)
+		req.params.TopLogprobs = int(*v)
+	}
+	chatUnsupported(o)
+	addGen := true
+	if v := o.boolean("add_generation_prompt"); v != nil {
+		addGen = *v
+	}
+	extra := chattmpl.NewMap()
+	if bos := s.tok.BOS(); bos >= 0 {
+		extra.Set("bos_token", s.tok.Token(bos))
+	}
+	if eos := s.tok.EOS(); eos >= 0 {
+		extra.Set("eos_token", s.tok.Token(eos))
+	}
+	if v := o.str("reasoning_effort"); v != nil {
+		extra.Set("reasoning_effort", *v)
+	}
+	if kw := o.child("chat_template_kwargs"); kw != nil {
+		for _, k := range kw.keys() {
+			if k == "messages" || k == "add_generation_prompt" {
+				o.fail(invalidValue("chat_template_kwargs", "'chat_template_kwargs' may not set %q", k))
+				break
+			}
+			v, err := chattmpl.DecodeJSON(kw.fields[k])
+			if err != nil {
+				o.fail(badRequest(codeInvalidJSON, "chat_template_kwargs."+k, "'chat_template_kwargs.%s': %v", k, err))
+				break
+			}
+			extra.Set(k, v)
+		}
+	}
+	for _, k := range []string{"separate_reasoning", "stream_reasoning", "parallel_tool_calls", "store"} {
+		o.boolean(k)
+	}
+	for _, k := range []string{"service_tier", "prompt_cache_key", "safety_identifier"} {
+		o.str(k)
+	}
+	o.child("metadata")
+	if o.err != nil {
+		return nil, o.err
+	}
+	if e := req.checkMinMax(); e != nil {
+		return nil, e
+	}
+	normalize(&req.params)
+	msgs, e := parseMessages(o)
+	if e != nil {
+		return nil, e
+	}
+	if s.chat == nil {
+		return nil, badRequest(codeNoChatTemplate, "messages", "%v", s.chatErr)
+	}
+	text, err := s.chat.RenderMessages(msgs, addGen, extra)
+	if err != nil {
+		var raised *chattmpl.RaisedError
+		if errors.As(err, &raised) {
+			return nil, invalidValue("messages", "the chat template refused these messages: %s", raised.Message)
+		}
+		s.log.Warn().Err(err).Msg("chat template render failed")
+		return nil, invalidValue("messages", "the chat template could not render these messages: %v", err)
+	}
+	if e := s.checkPromptChars(text, "messages"); e != nil {
+		return nil, e
+	}
+	req.prompt = s.tok.Encode(text, req.params.AddSpecialTokens)
+	if e := s.applyLengthRule(len(req.prompt), &req.params, req.maxName); e != nil {
+		return nil, e
+	}
+	return req, nil
+}
+
+// chatUnsupported refuses features this server does not have, unless set
+// to their "off" value.
+func chatUnsupported(o *object) {
+	if tools := o.array("tools"); len(tools) > 0 {
+		o.fail(unsupported("tools", "tool calling is not supported by this server"))
+	}
+	if fns := o.array("functions"); len(fns) > 0 {
+		o.fail(unsupported("functions", "The function call feature is not supported"))
+	}
+	for _, k := range []string{"tool_choice", "function_call"} {
+		raw, ok := o.raw(k)
+		if !ok {
+			continue
+		}
+		var s string
+		if jsonKind(raw) != "a string" || json.Unmarshal(raw, &s) != nil || (s != "none" && s != "auto") {
+			o.fail(unsupported(k, "'%s' must be \"none\" or \"auto\": tool calling is not supported by this server", k))
+		}
+	}
+	if mods := o.array("modalities"); mods != nil {
+		for _, m := range mods {
+			var s string
+			if json.Unmarshal(m, &s) != nil || s != "text" {
+				o.fail(unsupported("modalities", "only the \"text\" modality is supported"))
+				break
+			}
+		}
+	}
+	for _, k := range []string{"audio", "prediction", "web_search_options"} {
+		if o.has(k) {
+			o.fail(unsupported(k, "'%s' is not supported by this server", k))
+		}
+	}
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	body, e := s.readBody(w, r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	req, e := s.parseChat(body)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	g := &Group{RequestID: requestIDFrom(r.Context()), Prompt: req.prompt, N: req.n, Params: req.params, Arrival: time.Now()}
+	rn, e := s.submit(r.Context(), r.URL.Path, g)
+	if rn == nil {
+		if e != nil {
+			s.writeError(w, r, e)
+		}
+		return
+	}
+	defer rn.close()
+	if req.stream {
+		s.chatStream(w, r, req, rn)
+		return
+	}
+	s.chatCollect(w, r, req, rn)
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+type chatTokenLogprob struct {
+	Token       string         `json:"token"`
+	Logprob     float64        `json:"logprob"`
+	Bytes       []int          `json:"bytes"`
+	TopLogprobs []chatTopToken `json:"top_logprobs"`
+}
+
+type chatTopToken struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      chatMessage   `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage"`
+}
+
+// chatDelta is a stream chunk's delta; Role and Content are omitted when
+// absent (the final chunk's delta is {}).
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatChunk struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []chatChunkChoice `json:"choices"`
+	Usage   json.RawMessage   `json:"usage,omitempty"`
+}
+
+// chatTokenLogprobs is one token in the chat logprobs format.
+func (s *Server) chatTokenLogprobs(id int32, lp float32, top []TokenLogprob) chatTokenLogprob {
+	txt, b := s.tokenText(id)
+	out := chatTokenLogprob{Token: txt, Logprob: roundLogprob(lp), Bytes: b, TopLogprobs: []chatTopToken{}}
+	for _, alt := range top {
+		at, ab := s.tokenText(alt.TokenID)
+		out.TopLogprobs = append(out.TopLogprobs, chatTopToken{Token: at, Logprob: roundLogprob(alt.Logprob), Bytes: ab})
+	}
+	return out
+}
+
+func (s *Server) chatCollect(w http.ResponseWriter, r *http.Request, req *chatRequest, rn *run) {
+	seqs, err := s.collect(r.Context(), rn, &req.openAIRequest)
+	if err != nil {
+		return // client gone
+	}
+	resp := chatResponse{ID: "chatcmpl-" + requestIDFrom(r.Context()), Object: "chat.completion",
+		Created: s.opts.Now().Unix(), Model: s.responseModel(&req.openAIRequest), Choices: make([]chatChoice, 0, len(seqs)),
+		Usage: newUsage(len(rn.group.Prompt), rn.completionTokens(), rn.cacheLen)}
+	for i, sr := range seqs {
+		if sr.reason == FinishError {
+			s.writeError(w, r, internalError("generation failed: "+sr.err))
+			return
+		}
+		c := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: sr.text}, FinishReason: string(sr.reason)}
+		if req.logprobs {
+			c.Logprobs = &chatLogprobs{Content: []chatTokenLogprob{}}
+			for _, t := range sr.tokens {
+				if t.logprob != nil {
+					c.Logprobs.Content = append(c.Logprobs.Content, s.chatTokenLogprobs(t.id, float32(*t.logprob), t.top))
+				}
+			}
+		}
+		resp.Choices = append(resp.Choices, c)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// chatStream writes, per choice, a role chunk, content chunks and a finish
+// chunk; then the usage chunk when asked; then [DONE].
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, req *chatRequest, rn *run) {
+	sse := newSSE(w, false)
+	id := "chatcmpl-" + requestIDFrom(r.Context())
+	created, model := s.opts.Now().Unix(), s.responseModel(&req.openAIRequest)
+	n := rn.group.N
+	filters := make([]*stopFilter, n)
+	started := make([]bool, n)
+	for i := range filters {
+		filters[i] = s.newFilter(&req.openAIRequest)
+	}
+	promptLen := len(rn.group.Prompt)
+	send := func(c chatChunkChoice) error {
+		chunk := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chatChunkChoice{c}}
+		switch {
+		case req.continuousUse:
+			chunk.Usage, _ = marshal(newUsage(promptLen, rn.completionTokens(), rn.cacheLen))
+		case req.includeUsage:
+			chunk.Usage = nullJSON
+		}
+		return sse.event(chunk)
+	}
+	for {
+		ev, ok, err := rn.next(r.Context())
+		if err != nil {
+			return
+		}
+		if !ok {
+			break
+		}
+		i := ev.Seq
+		if ev.Reason == FinishError {
+			_ = sse.event(streamFailure(&ev))
+			continue
+		}
+		if !started[i] {
+			started[i] = true
+			empty := ""
+			if send(chatChunkChoice{Index: i, Delta: chatDelta{Role: "assistant", Content: &empty}}) != nil {
+				return
+			}
+		}
+		text := filters[i].push(ev.Text)
+		if ev.Finished {
+			text += filters[i].flush()
+		}
+		var lp *chatLogprobs
+		if req.logprobs && ev.TokenID >= 0 && ev.HasLogprob {
+			lp = &chatLogprobs{Content: []chatTokenLogprob{s.chatTokenLogprobs(ev.TokenID, ev.Logprob, ev.TopLogprobs)}}
+		}
+		if text != "" || lp != nil {
+			if send(chatChunkChoice{Index: i, Delta: chatDelta{Content: &text}, Logprobs: lp}) != nil {
+				return
+			}
+		}
+		if ev.Finished {
+			if send(chatChunkChoice{Index: i, Delta: chatDelta{}, FinishReason: finishReasonPtr(&ev)}) != nil {
+				return
+			}
+		}
+	}
+	if req.includeUsage || req.continuousUse {
+		u, _ := marshal(newUsage(promptLen, rn.completionTokens(), rn.cacheLen))
+		chunk := chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []chatChunkChoice{}, Usage: u}
+		if sse.event(chunk) != nil {
+			return
+		}
+	}
+	_ = sse.done()
+}

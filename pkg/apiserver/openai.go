@@ -1,0 +1,156 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Fields both OpenAI endpoints take: OpenAI's own, then the extensions
+// LightLLM and vLLM accept (top_k, repetition_penalty, ignore_eos, ...).
+var openAICommon = []string{"model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
+	"stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "user", "seed",
+	"response_format",
+	"do_sample", "top_k", "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids",
+	"skip_special_tokens", "spaces_between_special_tokens", "include_stop_str_in_output", "add_special_tokens"}
+
+// openAIRequest is what both endpoints parse in common.
+type openAIRequest struct {
+	model          string // as the client named it
+	stream         bool
+	includeUsage   bool
+	continuousUse  bool
+	includeStopStr bool
+	params         SamplingParams
+	maxName        string // the field that set the output limit, for errors
+}
+
+// parseOpenAICommon reads the shared fields of a completions or chat body.
+func (s *Server) parseOpenAICommon(o *object, req *openAIRequest) {
+	req.params = s.defaultParams(true)
+	p := &req.params
+	if v := o.str("model"); v != nil {
+		req.model = *v
+		if s.opts.StrictModelName && *v != s.model && *v != "" {
+			o.fail(&apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
+				Message: "The model `" + *v + "` does not exist; this server serves `" + s.model + "`"})
+		}
+	}
+	samplingFields(o, p)
+	if v := o.float("temperature"); v != nil && *v > 2 {
+		o.fail(invalidValue("temperature", "'temperature' must be in [0, 2], got %g", *v))
+	}
+	if v := o.boolean("stream"); v != nil {
+		req.stream = *v
+	}
+	if so := o.child("stream_options"); so != nil {
+		so.rejectUnknown(setOf("include_usage", "continuous_usage_stats"))
+		if v := so.boolean("include_usage"); v != nil {
+			req.includeUsage = *v
+		}
+		if v := so.boolean("continuous_usage_stats"); v != nil {
+			req.continuousUse = *v
+		}
+		if so.err != nil {
+			o.fail(so.err)
+		} else if !req.stream {
+			o.fail(invalidValue("stream_options", "'stream_options' is only allowed when 'stream' is true"))
+		}
+	}
+	req.maxName = "max_tokens"
+	maxTokensField(o, "max_tokens", p)
+	if o.has("max_completion_tokens") {
+		req.maxName = "max_completion_tokens"
+		maxTokensField(o, "max_completion_tokens", p)
+	}
+	minTokensField(o, "min_tokens", 0, p)
+	if v := o.boolean("include_stop_str_in_output"); v != nil {
+		req.includeStopStr = *v
+	}
+	s.stopStrings(o, "stop", p)
+	s.stopTokenIDs(o, "stop_token_ids", p)
+	if c := o.child("logit_bias"); c != nil && len(c.fields) > 0 {
+		o.fail(unsupported("logit_bias", "The logit_bias parameter is not currently supported"))
+	}
+	if rf := o.child("response_format"); rf != nil {
+		if t := rf.str("type"); rf.err != nil || t == nil || *t != "text" {
+			o.fail(unsupported("response_format", "only response_format {\"type\": \"text\"} is supported (no structured output)"))
+		}
+	}
+	o.str("user")
+}
+
+// checkMinMax is LightLLM's min_new_tokens <= max_new_tokens, before the
+// length rule.
+func (req *openAIRequest) checkMinMax() *apiError {
+	if req.params.MinNewTokens > req.params.MaxNewTokens {
+		return invalidValue("min_tokens", "'min_tokens' (%d) must be <= '%s' (%d)",
+			req.params.MinNewTokens, req.maxName, req.params.MaxNewTokens)
+	}
+	return nil
+}
+
+// responseModel is the model name a response carries: the client's, as
+// LightLLM and vLLM echo it, or the served name.
+func (s *Server) responseModel(req *openAIRequest) string {
+	if req.model != "" {
+		return req.model
+	}
+	return s.model
+}
+
+// usage is OpenAI's usage object.
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func newUsage(prompt, completion, cached int) *usage {
+	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		PromptTokensDetails: promptDetails{CachedTokens: cached}}
+}
+
+// nullJSON is an explicit "usage": null on stream chunks when the client
+// asked for usage (OpenAI's format), omitted otherwise.
+var nullJSON = json.RawMessage("null")
+
+// tokenText is the text a single token stands for (its bytes, lossily
+// decoded when it is only part of a character).
+func (s *Server) tokenText(id int32) (string, []int) {
+	b := s.tok.TokenBytes(id)
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	if utf8.Valid(b) {
+		return string(b), ints
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), ints
+}
+
+// roundLogprob keeps float32 logprobs readable as float64 JSON numbers
+// (the exact float32 value, as Python's float(np.float32) prints it).
+func roundLogprob(v float32) float64 {
+	f := float64(v)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return -9999 // JSON has no -Inf; OpenAI uses -9999.0 for "impossible"
+	}
+	return f
+}
+
+// streamFailure is the SSE error event for a sequence the backend lost.
+func streamFailure(ev *Event) errorBody {
+	msg := ev.Err
+	if msg == "" {
+		msg = "generation failed"
+	}
+	return internalError(msg).body()
+}

@@ -1,0 +1,96 @@
+package infer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/engine"
+	"github.com/lightllm-go/lightllm/pkg/model"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+// NewExecutor loads the configured backend and builds the engine over it,
+// with the KV pool sized from max_total_token_num. The returned func
+// releases the model.
+func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), error) {
+	var (
+		fwd     engine.Forwarder
+		closeFn = func() {}
+	)
+	switch cfg.Backend {
+	case config.BackendCPU:
+		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("load model: %w", err)
+		}
+		fwd, closeFn = m, func() { m.Close() }
+	case config.BackendSynthetic:
+		tok, err := tokenizer.Load(cfg.ModelDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("synthetic backend: %w", err)
+		}
+		step := time.Duration(cfg.SyntheticStepMs * float64(time.Millisecond))
+		sm, err := NewSyntheticModel(tok.VocabSize(), cfg.MaxReqTotalLen, tok.BOS(), eosIDs(cfg.EosID), step)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Warn().Dur("step", step).Msg("synthetic test backend: no model runs, tokens are a deterministic hash")
+		fwd = sm
+	case config.BackendCUDA:
+		return nil, nil, fmt.Errorf("backend %s: this binary was built without CUDA support (build with -tags cuda)", cfg.Backend)
+	default:
+		return nil, nil, fmt.Errorf("unknown backend %q (cpu|cuda|synthetic)", cfg.Backend)
+	}
+	if len(cfg.EosID) > 0 {
+		fwd = eosOverride{Forwarder: fwd, eos: eosIDs(cfg.EosID)}
+	}
+	eng, err := engine.New(fwd, engine.Options{
+		MaxTotalTokens:     cfg.MaxTotalTokenNum,
+		BatchMaxTokens:     cfg.BatchMaxTokens,
+		ChunkedPrefillSize: cfg.ChunkedPrefillSize,
+		MaxReqTotalLen:     cfg.MaxReqTotalLen,
+		MaxRunningReqs:     cfg.RunningMaxReqSize,
+		DisablePromptCache: cfg.DisableDynamicPromptCache,
+		Logger:             log,
+	})
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	mc := fwd.Config()
+	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
+		Ints32("eos", mc.EOS).Msg("engine ready")
+	return eng, closeFn, nil
+}
+
+func eosIDs(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, v := range ids {
+		out[i] = int32(v)
+	}
+	return out
+}
+
+// samplerParams converts a slot's parameters to the engine's.
+func samplerParams(p shm.Params) sampler.Params {
+	return sampler.Params{
+		DoSample:          p.DoSample,
+		Temperature:       p.Temperature,
+		TopK:              int(p.TopK),
+		TopP:              p.TopP,
+		RepetitionPenalty: p.RepetitionPenalty,
+		PresencePenalty:   p.PresencePenalty,
+		FrequencyPenalty:  p.FrequencyPenalty,
+		InputPenalty:      p.InputPenalty,
+		Seed:              p.Seed,
+		MinNewTokens:      int(p.MinNewTokens),
+		MaxNewTokens:      int(p.MaxNewTokens),
+		IgnoreEOS:         p.IgnoreEOS,
+		StopTokenIDs:      p.StopTokenIDs,
+	}
+}

@@ -1,0 +1,448 @@
+// Package infer is the infer role (cmd/infer): it loads the model, sizes the
+// KV cache from max_total_token_num, and drives the continuous-batching
+// engine from one goroutine. Requests arrive as NEW commands on the shm
+// command ring (in order); every generated token is written into the
+// request's shm token array and published with candetoken_out_len last;
+// finished requests get their finish status and infer_released once their
+// KV is freed. The free-KV counters, the last-progress time and the role's
+// heartbeat are kept in the shm header.
+//
+// Restart: a new infer process bumps its epoch and resumes every request
+// the previous one left running, re-prefilling its prompt plus the tokens
+// already published, with the same seed, so the client's text continues
+// without a gap or a duplicate and greedy/seeded output is the same as
+// without the crash.
+package infer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/engine"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/rolectl"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+// idleWait bounds one sleep on the command ring's doorbell when there is
+// nothing to run (commands ring it; shm flags are polled at this pace).
+const idleWait = 20 * time.Millisecond
+
+// Executor is what the role drives: *engine.Engine (over the real model or
+// the synthetic one). Not goroutine-safe; the role calls it from one
+// goroutine.
+type Executor interface {
+	Add(r engine.Request) error
+	Abort(id uint64) bool
+	Step() ([]engine.Output, error)
+	Info(id uint64) (engine.ReqInfo, bool)
+	HasWork() bool
+	Stats() engine.Stats
+}
+
+var _ Executor = (*engine.Engine)(nil)
+
+// Run is the infer role's body: `func main() { os.Exit(rolectl.Main(config.RoleInfer, infer.Run)) }`.
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
+	region, err := pipeline.OpenRegion(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer region.Close()
+	ex, closeModel, err := NewExecutor(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+	w, err := NewWorker(region, ex, WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum, StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Log: log})
+	if err != nil {
+		return err
+	}
+	ctl.SetProgressCheck(w.Progress)
+	if err := ctl.Ready(ctx); err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// WorkerOptions configure NewWorker.
+type WorkerOptions struct {
+	// MaxTotalTokens is the KV capacity published for the router and
+	// the apiserver.
+	MaxTotalTokens int
+	// StallLimit: a loop iteration (one engine step) taking longer than this
+	// makes Progress fail, so the supervisor restarts a wedged infer.
+	StallLimit time.Duration
+	Log        zerolog.Logger
+}
+
+// Worker connects an Executor to the shm region. Its methods other than
+// Progress must be called from one goroutine.
+type Worker struct {
+	region *shm.Region
+	ex     Executor
+	o      WorkerOptions
+	epoch  uint32
+	ring   *shm.Ring
+	self   *shm.RoleState
+	detok  *shm.RoleState
+	router *shm.RoleState
+
+	live map[uint64]*liveReq
+
+	lastIter     atomic.Int64 // unix nanos when the loop last turned
+	ringDetok    bool
+	ringRouter   bool
+	stepFailures int
+}
+
+// liveReq is a request the engine holds.
+type liveReq struct {
+	slot *shm.Slot
+	gen  uint32
+	out  int // output tokens written to the slot
+	// aborting: the engine was told to abort (ABORT command or the abort flag).
+	aborting bool
+	// stopped: the detokenizer matched a stop string; the request ends as
+	// "stop" and tokens generated after the match are not written.
+	stopped bool
+}
+
+// engineID names a slot generation as an engine request id.
+func engineID(index int, gen uint32) uint64 { return uint64(index)<<32 | uint64(gen) }
+
+// NewWorker takes the infer role in region: it publishes the KV capacity,
+// bumps the infer epoch and resumes the requests a previous infer process
+// left running.
+func NewWorker(region *shm.Region, ex Executor, o WorkerOptions) (*Worker, error) {
+	if o.StallLimit <= 0 {
+		o.StallLimit = 30 * time.Second
+	}
+	w := &Worker{region: region, ex: ex, o: o, ring: region.Commands(), live: map[uint64]*liveReq{}}
+	var err error
+	if w.self, err = region.Role(shm.RoleInfer); err != nil {
+		return nil, err
+	}
+	if w.detok, err = region.Role(shm.RoleDetokenizer); err != nil {
+		return nil, err
+	}
+	if w.router, err = region.Role(shm.RoleRouter); err != nil {
+		return nil, err
+	}
+	l := region.Load()
+	l.MaxTotalTokenNum.Store(int64(o.MaxTotalTokens))
+	w.publishLoad()
+	if w.epoch, err = region.BeginEpoch(shm.RoleInfer); err != nil {
+		return nil, err
+	}
+	w.lastIter.Store(time.Now().UnixNano())
+	n := w.resume()
+	o.Log.Info().Uint32("epoch", w.epoch).Int("resumed", n).Int("max_total_tokens", o.MaxTotalTokens).Msg("infer attached")
+	return w, nil
+}
+
+// Progress is the heartbeat's check.
+func (w *Worker) Progress() error {
+	if age := time.Since(time.Unix(0, w.lastIter.Load())); age > w.o.StallLimit {
+		return fmt.Errorf("infer loop stalled for %s", age.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Epoch is this process's infer epoch.
+func (w *Worker) Epoch() uint32 { return w.epoch }
+
+// resume adopts every request left Running and not released, oldest first:
+// they were running under a previous infer epoch (or their NEW command is
+// still on the ring, which is then ignored as a repeat).
+func (w *Worker) resume() int {
+	type found struct {
+		index   int
+		gen     uint32
+		arrival int64
+	}
+	var all []found
+	for i := 0; i < w.region.NumSlots(); i++ {
+		s, err := w.region.Slot(i)
+		if err != nil {
+			break
+		}
+		if st, gen := s.Load(); st == shm.StateRunning && s.InferReleased.Load() == 0 {
+			all = append(all, found{i, gen, s.ArrivalUnixNano.Load()})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b found) int {
+		switch {
+		case a.arrival < b.arrival:
+			return -1
+		case a.arrival > b.arrival:
+			return 1
+		}
+		return 0
+	})
+	for _, f := range all {
+		w.start(f.index, f.gen)
+	}
+	w.wake()
+	return len(all)
+}
+
+// Run loops until ctx ends: commands, shm flags, one engine step, publish.
+func (w *Worker) Run(ctx context.Context) error {
+	bell := w.ring.DataBell()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seen := bell.Seq()
+		w.commands()
+		w.flags()
+		busy := w.ex.HasWork()
+		if busy {
+			if err := w.step(); err != nil {
+				return err
+			}
+		}
+		w.publishLoad()
+		w.wake()
+		now := time.Now().UnixNano()
+		w.lastIter.Store(now)
+		w.self.HeartbeatUnixNano.Store(now)
+		if !busy {
+			w.region.Load().LastProgressUnixNano.Store(now) // idle counts as healthy
+			bell.Wait(seen, idleWait)
+		}
+	}
+}
+
+// commands consumes the ring in order.
+func (w *Worker) commands() {
+	for {
+		c, ok, err := w.ring.Pop()
+		if !ok {
+			return
+		}
+		if err != nil {
+			w.o.Log.Error().Err(err).Msg("bad command skipped")
+			continue
+		}
+		switch c.Op {
+		case shm.OpNew:
+			w.start(int(c.Slot), c.Gen)
+		case shm.OpAbort:
+			if l := w.live[engineID(int(c.Slot), c.Gen)]; l != nil && !l.aborting {
+				l.aborting = true
+				w.ex.Abort(engineID(int(c.Slot), c.Gen))
+			}
+		case shm.OpStopMatched:
+			if l := w.live[engineID(int(c.Slot), c.Gen)]; l != nil && !l.stopped {
+				l.stopped = true
+				w.ex.Abort(engineID(int(c.Slot), c.Gen))
+			}
+		}
+	}
+}
+
+// flags polls the shm abort and stop-matched flags of the live requests, so
+// a command lost with a crashed router (or an infer that died after popping
+// it) still takes effect.
+func (w *Worker) flags() {
+	for id, l := range w.live {
+		s := l.slot
+		switch {
+		case l.aborting || l.stopped:
+		case s.Abort.Load() != 0:
+			l.aborting = true
+			w.ex.Abort(id)
+		case s.StopMatched.Load() != 0:
+			l.stopped = true
+			w.ex.Abort(id)
+		}
+	}
+}
+
+// start hands slot index (generation gen) to the engine, resuming after the
+// tokens already published. Repeats and stale commands are ignored.
+func (w *Worker) start(index int, gen uint32) {
+	s, err := w.region.Slot(index)
+	if err != nil {
+		w.o.Log.Error().Err(err).Msg("NEW for a bad slot")
+		return
+	}
+	id := engineID(index, gen)
+	if w.live[id] != nil || s.Check(gen, shm.StateRunning) != nil || s.InferReleased.Load() != 0 {
+		return
+	}
+	end := func(status shm.FinishStatus, why string, err error) {
+		if err != nil {
+			w.o.Log.Error().Err(err).Int("slot", index).Msg(why)
+		}
+		if rerr := s.MarkInferReleased(gen, shm.StateRunning, status); rerr != nil {
+			w.o.Log.Warn().Err(rerr).Int("slot", index).Msg("release")
+		}
+		w.ringDetok, w.ringRouter = true, true
+	}
+	if err := s.Validate(); err != nil {
+		end(shm.FinishError, "torn slot aborted", err)
+		return
+	}
+	switch fs := shm.FinishStatus(s.FinishStatus.Load()); {
+	case s.Abort.Load() != 0:
+		end(shm.FinishAborted, "", nil)
+		return
+	case fs != shm.FinishNone: // finished by a previous infer that died before releasing it
+		end(fs, "", nil)
+		return
+	case s.StopMatched.Load() != 0:
+		end(shm.FinishStop, "", nil)
+		return
+	}
+	prompt, err := s.Prompt()
+	if err != nil {
+		end(shm.FinishError, "bad prompt", err)
+		return
+	}
+	outs, err := s.Outputs()
+	if err != nil {
+		end(shm.FinishError, "bad outputs", err)
+		return
+	}
+	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: samplerParams(s.Params())}
+	if err := w.ex.Add(req); err != nil {
+		if errors.Is(err, engine.ErrAlreadyFinished) {
+			// The last published token already ended it (the previous infer
+			// died between publishing and finishing).
+			st := shm.FinishStop
+			if len(outs) >= req.Params.MaxNewTokens {
+				st = shm.FinishLength
+			}
+			end(st, "", nil)
+			return
+		}
+		end(shm.FinishError, "request refused by the engine", err)
+		return
+	}
+	s.InferEpoch.Store(w.epoch)
+	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs)}
+	if len(outs) > 0 {
+		w.o.Log.Info().Int("slot", index).Int("resumed_tokens", len(outs)).Msg("request resumed")
+	}
+}
+
+// step runs one engine step and writes its outputs back.
+func (w *Worker) step() error {
+	outs, err := w.ex.Step()
+	w.collect(outs)
+	if err != nil {
+		// The engine's state is unknown now; a fresh process resumes every
+		// request from shm.
+		return fmt.Errorf("engine step: %w", err)
+	}
+	if len(outs) > 0 {
+		w.region.Load().LastProgressUnixNano.Store(time.Now().UnixNano())
+	}
+	for id, l := range w.live {
+		if info, ok := w.ex.Info(id); ok {
+			l.slot.KVLen.Store(uint32(info.KVLen))
+			paused := uint32(0)
+			if info.State == engine.StatePaused {
+				paused = 1
+			}
+			l.slot.IsPaused.Store(paused)
+			if info.PromptCacheLen >= 0 {
+				l.slot.PromptCacheLen.Store(uint32(info.PromptCacheLen))
+			}
+		}
+	}
+	return nil
+}
+
+// collect writes the tokens of one step into the slots, output token first,
+// candetoken_out_len last (Publish), and releases finished requests.
+func (w *Worker) collect(outs []engine.Output) {
+	for _, o := range outs {
+		l := w.live[o.ID]
+		if l == nil {
+			continue
+		}
+		s := l.slot
+		if o.Token >= 0 && o.Reason != engine.FinishAbort && !l.stopped && !l.aborting {
+			fin := shm.FinishNone
+			if o.Finished {
+				fin = finishStatus(o.Reason)
+			}
+			if err := s.SetOutput(l.out, o.Token); err != nil {
+				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("output does not fit the slot")
+				w.ex.Abort(o.ID)
+				l.aborting = true
+				continue
+			}
+			l.out++
+			if err := s.Publish(uint32(l.out), fin); err != nil {
+				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("publish")
+			}
+			w.ringDetok = true
+		}
+		if !o.Finished {
+			continue
+		}
+		status := finishStatus(o.Reason)
+		switch {
+		case l.stopped:
+			status = shm.FinishStop
+		case l.aborting:
+			status = shm.FinishAborted
+		}
+		s.KVLen.Store(0)
+		s.IsPaused.Store(0)
+		if err := s.MarkInferReleased(l.gen, shm.StateRunning, status); err != nil {
+			w.o.Log.Warn().Err(err).Int("slot", s.Index).Msg("release")
+		}
+		delete(w.live, o.ID)
+		w.ringDetok, w.ringRouter = true, true
+	}
+}
+
+// wake rings the detokenizer (new tokens or finishes) and the router (a
+// request was released) once per iteration.
+func (w *Worker) wake() {
+	if w.ringDetok {
+		w.detok.Bell().Ring()
+		w.ringDetok = false
+	}
+	if w.ringRouter {
+		w.router.Bell().Ring()
+		w.ringRouter = false
+	}
+}
+
+// publishLoad stores the KV counters: tokens free in the pool, and prompt
+// cache tokens no request uses (free on demand).
+func (w *Worker) publishLoad() {
+	st := w.ex.Stats()
+	l := w.region.Load()
+	l.FreeKVTokens.Store(int64(st.KVSize - st.KVAllocated))
+	l.EvictableKVTokens.Store(int64(st.KVEvictable))
+}
+
+// Live is the number of requests the engine holds.
+func (w *Worker) Live() int { return len(w.live) }
+
+func finishStatus(r engine.FinishReason) shm.FinishStatus {
+	switch r {
+	case engine.FinishStop:
+		return shm.FinishStop
+	case engine.FinishLength:
+		return shm.FinishLength
+	case engine.FinishAbort:
+		return shm.FinishAborted
+	}
+	return shm.FinishNone
+}

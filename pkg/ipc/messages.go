@@ -1,0 +1,323 @@
+package ipc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Every ZMQ message of the instance is one of the types below, encoded as a
+// single frame: a type byte, a format version byte, then the fields in
+// order (unsigned varints for integers, zig-zag varints for signed ones,
+// uvarint-length-prefixed strings, little-endian float64). docs/protocol.md
+// lists who sends each type on which channel and when.
+
+// Type identifies a message on the wire.
+type Type uint8
+
+const (
+	TypeNewGroup Type = iota + 1 // apiserver → router, router → detokenizer
+	TypeMetric                   // every role → metric
+	TypeWake                     // detokenizer → apiserver (PUB/SUB)
+	TypeControl                  // role → supervisor
+	numTypes
+)
+
+// formatVersion is the second byte of every message; bump it when a field
+// changes so that a mixed-version pair fails loudly instead of misreading.
+const formatVersion = 1
+
+// Decode limits: a corrupt or hostile frame cannot make Decode allocate
+// much.
+const (
+	MaxGroupSlots = 4096
+	MaxLabels     = 32
+	MaxString     = 4096
+)
+
+// ErrBadMessage wraps every Decode error.
+var ErrBadMessage = errors.New("ipc: bad message")
+
+// Message is one of *NewGroup, *Metric, *Wake, *Control.
+type Message interface {
+	Type() Type
+	appendTo(b []byte) []byte
+	decodeFrom(d *decoder)
+}
+
+// SlotRef names a request slot in shm: its index and the generation it had
+// when the message was written, so a receiver can tell a reused slot.
+type SlotRef struct {
+	Index uint32
+	Gen   uint32
+}
+
+// NewGroup announces a request group whose slots are Queued in shm
+// (LightLLM's GroupReqIndexes). n/best_of > 1 gives several slots.
+type NewGroup struct {
+	GroupID uint64
+	Arrival time.Time // when the apiserver received the HTTP request
+	Slots   []SlotRef
+}
+
+// MetricKind says how Metric.Value applies.
+type MetricKind uint8
+
+const (
+	CounterAdd MetricKind = iota + 1
+	GaugeSet
+	HistogramObserve
+)
+
+// Label is one metric label; order is kept as sent.
+type Label struct{ Name, Value string }
+
+// Metric is one observation for the metric role's registry.
+type Metric struct {
+	Kind   MetricKind
+	Name   string // e.g. "lightllm_request_count"
+	Labels []Label
+	Value  float64
+}
+
+// Wake tells the apiserver that text was queued in shm; it carries no data
+// (the text is in the per-slot queues). Seq is the sender's pass counter,
+// useful in logs.
+type Wake struct{ Seq uint64 }
+
+// ControlKind is a role → supervisor notification.
+type ControlKind uint8
+
+const (
+	ControlReady     ControlKind = iota + 1 // sockets bound, shm attached
+	ControlHeartbeat                        // alive and making progress
+	ControlStopping                         // exiting on purpose; Detail says why
+)
+
+// Control is a role's report to the supervisor.
+type Control struct {
+	Kind   ControlKind
+	Role   string
+	Pid    uint32
+	Epoch  uint32
+	Detail string
+}
+
+func (*NewGroup) Type() Type { return TypeNewGroup }
+func (*Metric) Type() Type   { return TypeMetric }
+func (*Wake) Type() Type     { return TypeWake }
+func (*Control) Type() Type  { return TypeControl }
+
+// Encode returns the wire form of m.
+func Encode(m Message) []byte {
+	return m.appendTo([]byte{byte(m.Type()), formatVersion})
+}
+
+// Decode parses one frame. Every malformed input is an error wrapping
+// ErrBadMessage.
+func Decode(b []byte) (Message, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%d-byte frame: %w", len(b), ErrBadMessage)
+	}
+	if b[1] != formatVersion {
+		return nil, fmt.Errorf("format version %d, want %d: %w", b[1], formatVersion, ErrBadMessage)
+	}
+	var m Message
+	switch Type(b[0]) {
+	case TypeNewGroup:
+		m = &NewGroup{}
+	case TypeMetric:
+		m = &Metric{}
+	case TypeWake:
+		m = &Wake{}
+	case TypeControl:
+		m = &Control{}
+	default:
+		return nil, fmt.Errorf("type %d: %w", b[0], ErrBadMessage)
+	}
+	d := &decoder{b: b[2:]}
+	m.decodeFrom(d)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%v: %w", d.err, ErrBadMessage)
+	}
+	return m, nil
+}
+
+func (m *NewGroup) appendTo(b []byte) []byte {
+	b = binary.AppendUvarint(b, m.GroupID)
+	b = binary.AppendVarint(b, m.Arrival.UnixNano())
+	b = binary.AppendUvarint(b, uint64(len(m.Slots)))
+	for _, s := range m.Slots {
+		b = binary.AppendUvarint(b, uint64(s.Index))
+		b = binary.AppendUvarint(b, uint64(s.Gen))
+	}
+	return b
+}
+
+func (m *NewGroup) decodeFrom(d *decoder) {
+	m.GroupID = d.uvarint()
+	m.Arrival = time.Unix(0, d.varint())
+	n := d.count(MaxGroupSlots)
+	m.Slots = make([]SlotRef, n)
+	for i := range m.Slots {
+		m.Slots[i] = SlotRef{Index: d.uint32(), Gen: d.uint32()}
+	}
+}
+
+func (m *Metric) appendTo(b []byte) []byte {
+	b = append(b, byte(m.Kind))
+	b = appendString(b, m.Name)
+	b = binary.AppendUvarint(b, uint64(len(m.Labels)))
+	for _, l := range m.Labels {
+		b = appendString(b, l.Name)
+		b = appendString(b, l.Value)
+	}
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Value))
+}
+
+func (m *Metric) decodeFrom(d *decoder) {
+	m.Kind = MetricKind(d.byte())
+	if m.Kind < CounterAdd || m.Kind > HistogramObserve {
+		d.fail("metric kind %d", m.Kind)
+	}
+	m.Name = d.string()
+	if n := d.count(MaxLabels); n > 0 {
+		m.Labels = make([]Label, n)
+		for i := range m.Labels {
+			m.Labels[i] = Label{Name: d.string(), Value: d.string()}
+		}
+	}
+	m.Value = math.Float64frombits(d.fixed64())
+}
+
+func (m *Wake) appendTo(b []byte) []byte { return binary.AppendUvarint(b, m.Seq) }
+func (m *Wake) decodeFrom(d *decoder)    { m.Seq = d.uvarint() }
+
+func (m *Control) appendTo(b []byte) []byte {
+	b = append(b, byte(m.Kind))
+	b = appendString(b, m.Role)
+	b = binary.AppendUvarint(b, uint64(m.Pid))
+	b = binary.AppendUvarint(b, uint64(m.Epoch))
+	return appendString(b, m.Detail)
+}
+
+func (m *Control) decodeFrom(d *decoder) {
+	m.Kind = ControlKind(d.byte())
+	if m.Kind < ControlReady || m.Kind > ControlStopping {
+		d.fail("control kind %d", m.Kind)
+	}
+	m.Role = d.string()
+	m.Pid = d.uint32()
+	m.Epoch = d.uint32()
+	m.Detail = d.string()
+}
+
+func appendString(b []byte, s string) []byte {
+	if len(s) > MaxString {
+		s = s[:MaxString] // the decoder rejects longer; truncation beats a lost message
+	}
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads fields until the first error, after which every read
+// returns zero values; callers check err once at the end.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, a ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, a...)
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	v := d.uvarint()
+	if v > math.MaxUint32 {
+		d.fail("%d overflows uint32", v)
+		return 0
+	}
+	return uint32(v)
+}
+
+func (d *decoder) count(limit int) int {
+	v := d.uvarint()
+	if v > uint64(limit) {
+		d.fail("count %d over the limit %d", v, limit)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 1 {
+		d.fail("truncated")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) fixed64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.fail("truncated float")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.count(MaxString)
+	if d.err != nil {
+		return ""
+	}
+	if len(d.b) < n {
+		d.fail("truncated string")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}

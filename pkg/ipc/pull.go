@@ -1,0 +1,169 @@
+package ipc
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// item is one received frame, decoded.
+type item struct {
+	m   Message
+	err error
+}
+
+// Puller is the PULL end of pipes (router, detokenizer, metric,
+// supervisor): it binds the socket, any number of Pushers connect to it,
+// and each restarted Pusher simply connects again. zmq4's Recv reports
+// io.EOF each time a peer disconnects; the Puller counts that and keeps
+// receiving.
+type Puller struct {
+	endpoint string
+	opts     Options
+	sock     zmq4.Socket
+	ch       chan item
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	received, disconnects atomic.Uint64
+}
+
+// NewPuller binds endpoint, first removing a socket file left by a dead
+// process (zmq4 cannot bind over it). It fails with ErrAddrInUse if a live
+// process already listens there.
+func NewPuller(endpoint string, opts Options) (*Puller, error) {
+	path, err := socketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := clearStaleSocket(path); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	sock := zmq4.NewPull(ctx, opts.zmqOptions()...)
+	if err := sock.Listen(endpoint); err != nil {
+		cancel()
+		sock.Close()
+		return nil, fmt.Errorf("ipc: listen %s: %w", endpoint, err)
+	}
+	p := &Puller{endpoint: endpoint, opts: opts, sock: sock, ch: make(chan item, opts.QueueLen),
+		cancel: cancel, done: make(chan struct{})}
+	go p.loop(ctx)
+	return p, nil
+}
+
+func (p *Puller) loop(ctx context.Context) {
+	defer close(p.done)
+	recvLoop(ctx, p.sock, p.ch, &p.received, &p.disconnects, p.opts, true)
+}
+
+// recvLoop moves frames from sock into ch until ctx ends or, when
+// keepOnError is false, the first receive error (a lost publisher). With
+// keepOnError a full ch blocks (back-pressure to the senders); without it
+// a full ch drops the frame, as PUB/SUB does.
+func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, disconnects *atomic.Uint64, o Options, keepOnError bool) {
+	var lastErr time.Time
+	for {
+		msg, err := sock.Recv()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			disconnects.Add(1)
+			o.Logger.Debug().Err(err).Msg("peer disconnected")
+			if !keepOnError {
+				return
+			}
+			// Errors come once per lost connection; never spin on them.
+			if time.Since(lastErr) < time.Millisecond {
+				time.Sleep(time.Millisecond)
+			}
+			lastErr = time.Now()
+			continue
+		}
+		if msg.Type == zmq4.CmdMsg {
+			continue
+		}
+		var it item
+		if len(msg.Frames) != 1 {
+			it.err = fmt.Errorf("%d frames, want 1: %w", len(msg.Frames), ErrBadMessage)
+		} else {
+			it.m, it.err = Decode(msg.Frames[0])
+		}
+		received.Add(1)
+		if keepOnError {
+			select {
+			case ch <- it:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case ch <- it:
+		default:
+		}
+	}
+}
+
+// Recv returns the next message. A frame that does not decode is returned
+// as an error wrapping ErrBadMessage; the Puller stays usable.
+func (p *Puller) Recv(ctx context.Context) (Message, error) {
+	return recvItem(ctx, p.ch, p.done)
+}
+
+// TryRecv is Recv without waiting; ok is false when nothing is queued.
+func (p *Puller) TryRecv() (m Message, ok bool, err error) { return tryRecvItem(p.ch, p.done) }
+
+// Stats reports messages received and peer disconnects seen.
+func (p *Puller) Stats() (received, disconnects uint64) { return p.received.Load(), p.disconnects.Load() }
+
+// Close unbinds and removes the socket file.
+func (p *Puller) Close() error {
+	p.cancel()
+	closeQuietly(p.sock, p.opts, p.endpoint)
+	<-p.done
+	return nil
+}
+
+// closeQuietly closes a zmq4 socket. Its error only reports connections
+// that were already broken (the peer left first), which is normal here.
+func closeQuietly(sock zmq4.Socket, o Options, endpoint string) {
+	if err := sock.Close(); err != nil {
+		o.Logger.Debug().Err(err).Str("endpoint", endpoint).Msg("close")
+	}
+}
+
+func recvItem(ctx context.Context, ch chan item, done chan struct{}) (Message, error) {
+	select {
+	case it := <-ch:
+		return it.m, it.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-done:
+		select { // drain what arrived before the close
+		case it := <-ch:
+			return it.m, it.err
+		default:
+			return nil, ErrClosed
+		}
+	}
+}
+
+func tryRecvItem(ch chan item, done chan struct{}) (Message, bool, error) {
+	select {
+	case it := <-ch:
+		return it.m, true, it.err
+	default:
+	}
+	select {
+	case <-done:
+		return nil, false, ErrClosed
+	default:
+		return nil, false, nil
+	}
+}

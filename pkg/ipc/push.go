@@ -1,0 +1,266 @@
+package ipc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// dialPush makes a PUSH socket connected to endpoint.
+func dialPush(ctx context.Context, endpoint string, o Options) (zmq4.Socket, error) {
+	return dialSock(ctx, endpoint, func() zmq4.Socket { return zmq4.NewPush(context.Background(), o.zmqOptions()...) })
+}
+
+// dialSock connects a new socket to endpoint. zmq4 completes the ZMTP
+// handshake inside Dial with no deadline, so the dial runs aside and is
+// abandoned (and its socket closed when it returns) if ctx ends first.
+func dialSock(ctx context.Context, endpoint string, newSock func() zmq4.Socket) (zmq4.Socket, error) {
+	type result struct {
+		sock zmq4.Socket
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		sock := newSock()
+		if err := sock.Dial(endpoint); err != nil {
+			sock.Close()
+			ch <- result{nil, err}
+			return
+		}
+		ch <- result{sock, nil}
+	}()
+	select {
+	case r := <-ch:
+		return r.sock, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.sock != nil {
+				r.sock.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// sendOrClose sends one frame; if ctx ends while the send is blocked (the
+// peer is alive but not reading), the socket is closed to unblock it.
+func sendOrClose(ctx context.Context, sock zmq4.Socket, data []byte) error {
+	stop := context.AfterFunc(ctx, func() { sock.Close() })
+	err := sock.Send(zmq4.NewMsg(data))
+	if !stop() {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Pusher is the PUSH end of a 1:1 pipe to a required peer (apiserver →
+// router, router → detokenizer). Send does not return until the message
+// is written to a live connection: when the peer has restarted, the send
+// fails on the dead connection, and the Pusher closes its socket, creates
+// a new one and re-dials, retrying with backoff until ctx ends. (zmq4
+// never reconnects a PUSH by itself, and its automatic-reconnect option
+// deadlocks.) One Pusher per destination: a zmq4 PUSH connected to several
+// peers sends every message to all of them.
+//
+// A message written just before the peer died can be lost with the peer's
+// buffers; the shm state is the source of truth that a restarted peer
+// rebuilds from.
+type Pusher struct {
+	endpoint string
+	opts     Options
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+
+	mu   sync.Mutex // serialises Send
+	sock zmq4.Socket
+
+	sent, reconnects atomic.Uint64
+}
+
+// NewPusher returns a Pusher for endpoint (see Endpoint). It does not dial
+// until the first Send, so the peer may start later.
+func NewPusher(endpoint string, opts Options) (*Pusher, error) {
+	if _, err := socketPath(endpoint); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pusher{endpoint: endpoint, opts: opts.withDefaults(), ctx: ctx, cancel: cancel}, nil
+}
+
+// Send delivers m, reconnecting as often as needed, until ctx ends or the
+// Pusher is closed.
+func (p *Pusher) Send(ctx context.Context, m Message) error {
+	data := Encode(m)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	bo := newBackoff(p.opts)
+	for attempt := 0; ; attempt++ {
+		if p.ctx.Err() != nil {
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("ipc send to %s: %w", p.endpoint, err)
+		}
+		if p.sock == nil {
+			sock, err := dialPush(ctx, p.endpoint, p.opts)
+			if err != nil {
+				p.opts.Logger.Debug().Err(err).Str("endpoint", p.endpoint).Int("attempt", attempt).Msg("dial failed; retrying")
+				bo.wait(ctx)
+				continue
+			}
+			p.sock = sock
+			bo.reset()
+		}
+		err := sendOrClose(ctx, p.sock, data)
+		if err == nil {
+			p.sent.Add(1)
+			return nil
+		}
+		p.sock.Close()
+		p.sock = nil
+		if ctx.Err() != nil {
+			continue // reported at the top of the loop
+		}
+		p.reconnects.Add(1)
+		p.opts.Logger.Warn().Err(err).Str("endpoint", p.endpoint).Msg("send failed (peer restarted?); reconnecting")
+		// The first retry is immediate: a restarted peer is usually
+		// listening again already.
+		if attempt > 0 {
+			bo.wait(ctx)
+		}
+	}
+}
+
+// Stats reports messages sent and reconnections made.
+func (p *Pusher) Stats() (sent, reconnects uint64) { return p.sent.Load(), p.reconnects.Load() }
+
+// Close stops any Send in progress (it returns ErrClosed) and closes the
+// socket.
+func (p *Pusher) Close() error {
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sock != nil {
+		p.sock.Close()
+		p.sock = nil
+	}
+	return nil
+}
+
+// OptionalPusher is the PUSH end towards a peer the sender must never wait
+// for (every role → metric). Send only queues; a background goroutine
+// writes. While the peer is down, or not reading fast enough, messages are
+// dropped and counted, and the connection is retried with backoff.
+type OptionalPusher struct {
+	endpoint string
+	opts     Options
+	ch       chan []byte
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	sent, dropped atomic.Uint64
+}
+
+// NewOptionalPusher starts the background sender for endpoint.
+func NewOptionalPusher(endpoint string, opts Options) (*OptionalPusher, error) {
+	if _, err := socketPath(endpoint); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &OptionalPusher{
+		endpoint: endpoint, opts: opts, cancel: cancel,
+		ch: make(chan []byte, opts.QueueLen), done: make(chan struct{}),
+	}
+	go p.loop(ctx)
+	return p, nil
+}
+
+// Send queues m without blocking; false means it was dropped because the
+// queue is full (the peer is down or slow).
+func (p *OptionalPusher) Send(m Message) bool {
+	select {
+	case p.ch <- Encode(m):
+		return true
+	default:
+		p.dropped.Add(1)
+		return false
+	}
+}
+
+// Stats reports messages written and dropped so far.
+func (p *OptionalPusher) Stats() (sent, dropped uint64) { return p.sent.Load(), p.dropped.Load() }
+
+// Close stops the sender; queued messages are dropped.
+func (p *OptionalPusher) Close() error {
+	p.cancel()
+	<-p.done
+	return nil
+}
+
+func (p *OptionalPusher) loop(ctx context.Context) {
+	defer close(p.done)
+	var (
+		sock     zmq4.Socket
+		bo       = newBackoff(p.opts)
+		nextDial = time.Time{}
+	)
+	defer func() {
+		if sock != nil {
+			sock.Close()
+		}
+	}()
+	connect := func() bool {
+		if time.Now().Before(nextDial) {
+			return false
+		}
+		s, err := dialPush(ctx, p.endpoint, p.opts)
+		if err != nil {
+			nextDial = time.Now().Add(bo.cur)
+			bo.cur = min(2*bo.cur, bo.hi)
+			return false
+		}
+		sock = s
+		bo.reset()
+		return true
+	}
+	for {
+		var data []byte
+		select {
+		case <-ctx.Done():
+			return
+		case data = <-p.ch:
+		}
+		if sock == nil && !connect() {
+			p.dropped.Add(1)
+			continue
+		}
+		err := sendOrClose(ctx, sock, data)
+		if err != nil {
+			sock.Close()
+			sock = nil
+			// One immediate re-dial: the peer may have just restarted.
+			if ctx.Err() == nil && connect() {
+				err = sendOrClose(ctx, sock, data)
+			}
+		}
+		if err != nil {
+			if sock != nil {
+				sock.Close()
+				sock = nil
+			}
+			p.dropped.Add(1)
+			p.opts.Logger.Debug().Err(err).Str("endpoint", p.endpoint).Msg("optional peer down; dropping")
+			continue
+		}
+		p.sent.Add(1)
+	}
+}

@@ -1,0 +1,642 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/rolectl"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+// The router role (cmd/router) wires the Scheduler to the rest of the
+// server: request groups arrive from the apiserver over ZeroMQ and are
+// forwarded to the detokenizer on receipt; infer's progress (output and KV
+// lengths, releases, pauses) is read from the shm slots before every step;
+// admissions and aborts go to infer as commands on the shm ring; the token
+// load goes to the shm load counters. Everything the router knows can be
+// rebuilt from the slot table, which is what a restarted router does.
+
+// Router role timing.
+const (
+	// reconcileEvery is how often the slot table is scanned for queued
+	// slots whose group message never arrived (lost while this role or the
+	// apiserver restarted).
+	reconcileEvery = 200 * time.Millisecond
+	// stallLimit is how long one loop iteration may take before the
+	// heartbeat is withheld (the supervisor then restarts the router).
+	stallLimit = 10 * time.Second
+)
+
+// Run is the router role's body: `func main() { os.Exit(rolectl.Main(config.RoleRouter, router.Run)) }`.
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
+	rr, err := newRole(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer rr.close()
+	pull, err := pipeline.Listen(pipeline.Endpoint(cfg.SocketPath(config.RoleRouter)))
+	if err != nil {
+		return fmt.Errorf("router intake: %w", err)
+	}
+	defer pull.Close()
+	go rr.receive(pull)
+
+	if err := rr.recover(); err != nil {
+		return err
+	}
+	ctl.SetProgressCheck(rr.progress)
+	if err := ctl.Ready(ctx); err != nil {
+		return err
+	}
+	return rr.loop(ctx)
+}
+
+// role is the router process's state; everything but the intake channel and
+// lastLoop belongs to the loop goroutine.
+type role struct {
+	cfg    *config.Config
+	log    zerolog.Logger
+	region *shm.Region
+	sched  *Scheduler
+	start  time.Time
+
+	intake chan pipeline.Group
+	kick   chan struct{}
+	detok  *pipeline.Pusher
+
+	entries     map[uint64]*tracked // by Request.ID (slot index<<32 | generation)
+	pendingCmds []pendingCmd      // commands waiting for ring room, in order
+	// unknownQueued remembers queued slots a reconcile scan found with no
+	// entry; the next scan adopts those still unknown.
+	unknownQueued map[uint64]bool
+	lastScan      time.Time
+	detokEpoch    uint32
+
+	lastLoop atomic.Int64 // unix nanos of the last completed iteration
+}
+
+// tracked is one request the router tracks.
+type tracked struct {
+	slot  *shm.Slot
+	gen   uint32
+	req   *Request
+	group uint64 // shm GroupID
+	// msg is the group message this request arrived in, forwarded to the
+	// detokenizer again when it restarts.
+	msg *pipeline.Group
+	// stopQueued: a STOP_MATCHED command is queued, not yet on the ring.
+	stopQueued bool
+}
+
+func requestID(index int, gen uint32) uint64 { return uint64(index)<<32 | uint64(gen) }
+
+func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role, error) {
+	if cfg.RouterPolicy == PolicyOracle {
+		return nil, fmt.Errorf("--router_policy %s needs the true output lengths, which only `lightllm sim` knows; use one of %s, %s, %s, %s",
+			PolicyOracle, PolicyPastFuture, PolicyPastFutureEMA, PolicyConservative, PolicyAggressive)
+	}
+	pol, err := NewPolicy(cfg.RouterPolicy, PolicyOptions{Seed: uint64(time.Now().UnixNano())})
+	if err != nil {
+		return nil, fmt.Errorf("--router_policy: %w", err)
+	}
+	rc := DefaultConfig(cfg.MaxTotalTokenNum)
+	rc.RunningMaxReqSize = cfg.RunningMaxReqSize
+	rc.BatchMaxTokens = cfg.BatchMaxTokens
+	rc.ChunkedPrefillSize = cfg.ChunkedPrefillSize
+	rc.RouterMaxWaitTokens = cfg.RouterMaxWaitTokens
+	rc.RouterTokenRatio = cfg.RouterTokenRatio
+	sched, err := New(rc, pol)
+	if err != nil {
+		return nil, err
+	}
+	region, err := pipeline.OpenRegion(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	epoch, err := region.BeginEpoch(shm.RoleRouter)
+	if err != nil {
+		region.Close()
+		return nil, err
+	}
+	detokState, err := region.Role(shm.RoleDetokenizer)
+	if err != nil {
+		region.Close()
+		return nil, err
+	}
+	rr := &role{
+		cfg: cfg, log: log, region: region, sched: sched, start: time.Now(),
+		intake:        make(chan pipeline.Group, 1024),
+		kick:          make(chan struct{}, 1),
+		entries:       map[uint64]*tracked{},
+		unknownQueued: map[uint64]bool{},
+		detokEpoch:    detokState.Epoch.Load(),
+	}
+	rr.detok = pipeline.NewPusher(pipeline.PusherOptions{
+		Endpoint:  pipeline.Endpoint(cfg.SocketPath(config.RoleDetokenizer)),
+		PeerEpoch: detokState.Epoch.Load,
+		Log:       log.With().Str("pipe", "router→detokenizer").Logger(),
+	})
+	rr.lastLoop.Store(time.Now().UnixNano())
+	log.Info().Uint32("epoch", epoch).Str("policy", pol.Name()).Int("max_total_tokens", rc.MaxTotalTokens).
+		Int("slots", region.NumSlots()).Msg("router attached")
+	return rr, nil
+}
+
+func (rr *role) close() {
+	rr.detok.Close()
+	rr.region.Close()
+}
+
+// progress is the heartbeat's check: a loop stuck in one iteration is a
+// wedged router.
+func (rr *role) progress() error {
+	if age := time.Since(time.Unix(0, rr.lastLoop.Load())); age > stallLimit {
+		return fmt.Errorf("router loop stalled for %s", age.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// receive feeds the loop from the ZeroMQ intake until the socket closes.
+func (rr *role) receive(pull *pipeline.Puller) {
+	for {
+		b, err := pull.Recv()
+		if err != nil {
+			return
+		}
+		g, err := pipeline.UnmarshalGroup(b)
+		if err != nil {
+			rr.log.Warn().Err(err).Msg("bad group message ignored")
+			continue
+		}
+		rr.intake <- g
+		select {
+		case rr.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop runs a scheduler step whenever groups arrive, infer rings the
+// router's bell (a request was released), or schedule_time_interval passes.
+func (rr *role) loop(ctx context.Context) error {
+	rs, err := rr.region.Role(shm.RoleRouter)
+	if err != nil {
+		return err
+	}
+	bell := rs.Bell()
+	rung := make(chan struct{}, 1)
+	go func() { // turn futex rings into channel sends for the select below
+		for ctx.Err() == nil {
+			seen := bell.Seq()
+			if bell.Wait(seen, 100*time.Millisecond) {
+				select {
+				case rung <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	interval := max(rr.cfg.ScheduleTimeInterval.D(), time.Millisecond)
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		if err := rr.step(); err != nil {
+			return err
+		}
+		rs.Beat()
+		rr.lastLoop.Store(time.Now().UnixNano())
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(interval)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-rr.kick:
+		case <-rung:
+		case <-t.C:
+		}
+	}
+}
+
+// step is one router iteration (LightLLM's _step).
+func (rr *role) step() error {
+	for drained := false; !drained; {
+		select {
+		case g := <-rr.intake:
+			rr.onGroup(&g)
+		default:
+			drained = true
+		}
+	}
+	if now := time.Now(); now.Sub(rr.lastScan) >= reconcileEvery {
+		rr.lastScan = now
+		rr.reconcile()
+	}
+	rr.checkDetokRestart()
+
+	in := StepInput{Now: time.Since(rr.start).Seconds()}
+	var stale []*tracked
+	for _, e := range rr.entries {
+		switch fin, gone := rr.observe(e, &in); {
+		case gone:
+			stale = append(stale, e)
+		case fin != nil:
+			in.Finished = append(in.Finished, *fin)
+		}
+	}
+	for _, e := range stale {
+		rr.forget(e) // the slot was reused under us: nothing to finish
+	}
+	l := rr.region.Load()
+	if capTok := l.MaxTotalTokenNum.Load(); capTok > 0 {
+		in.UsedTokens = int(max(capTok-l.FreeKVTokens.Load()-l.EvictableKVTokens.Load(), 0))
+	}
+	res := rr.sched.Step(in)
+	for _, f := range in.Finished {
+		if e := rr.entries[f.ID]; e != nil {
+			delete(rr.entries, f.ID)
+		}
+	}
+	for _, r := range res.Dropped {
+		rr.drop(rr.entries[r.ID], "aborted while waiting")
+	}
+	for _, r := range res.New {
+		rr.admit(rr.entries[r.ID])
+	}
+	for _, r := range res.Aborts {
+		if e := rr.entries[r.ID]; e != nil {
+			rr.command(shm.Command{Op: shm.OpAbort, Slot: uint32(e.slot.Index), Gen: e.gen}, shm.MarkAbortSent, e)
+		}
+	}
+	if err := rr.flush(); err != nil {
+		return err
+	}
+	l.EstimatedPeak.Store(int64(res.Load.EstimatedPeakTokens))
+	l.Running.Store(int64(len(rr.sched.Running())))
+	l.Waiting.Store(int64(rr.sched.Waiting()))
+	return nil
+}
+
+// observe copies infer's published progress of e into its Request. It
+// returns the release of a request infer has finished, or gone when the slot
+// no longer holds e (reused, which cannot happen before a release this
+// router saw, unless shm was tampered with).
+func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
+	s, r := e.slot, e.req
+	st, g := s.Load()
+	if g != e.gen || st == shm.StateFree || st == shm.StateAllocated {
+		return nil, true
+	}
+	if s.Abort.Load() != 0 && !r.Aborted() {
+		rr.sched.Abort(r.ID)
+	}
+	if r.state != stateRunning {
+		return nil, false
+	}
+	if s.InferReleased.Load() != 0 {
+		return &Finished{ID: r.ID, OutputLen: int(s.CandetokenOutLen.Load()),
+			Aborted: shm.FinishStatus(s.FinishStatus.Load()) == shm.FinishAborted || r.Aborted()}, false
+	}
+	r.OutputLen = min(int(s.OutputLen.Load()), r.MaxNewTokens)
+	r.KVLen = int(s.KVLen.Load())
+	if s.IsPaused.Load() != 0 {
+		in.Paused = true
+	}
+	if s.StopMatched.Load() != 0 && s.RouterMarks.Load()&shm.MarkStopSent == 0 && !e.stopQueued {
+		rr.command(shm.Command{Op: shm.OpStopMatched, Slot: uint32(s.Index), Gen: e.gen, Arg: s.StopMatchedIndex.Load()},
+			shm.MarkStopSent, e)
+	}
+	return nil, false
+}
+
+// onGroup takes one group message: forward it to the detokenizer at once
+// (LightLLM's _add_req), then queue its requests unless they are known.
+func (rr *role) onGroup(g *pipeline.Group) {
+	if b, err := g.Marshal(); err == nil {
+		rr.detok.Send(b)
+	}
+	var group []*tracked
+	for _, ref := range g.Slots {
+		id := requestID(int(ref.Index), ref.Gen)
+		if e := rr.entries[id]; e != nil {
+			e.msg = g
+			continue // already adopted from the slot table
+		}
+		e, err := rr.entryFor(int(ref.Index), ref.Gen, shm.StateQueued)
+		if err != nil {
+			rr.log.Debug().Err(err).Uint64("group", g.ID).Msg("group message for a slot not queued; ignored")
+			continue
+		}
+		e.msg = g
+		group = append(group, e)
+	}
+	rr.submit(group)
+}
+
+// entryFor builds the entry of slot index at gen, which must be in state want
+// and hold a sane request.
+func (rr *role) entryFor(index int, gen uint32, want shm.State) (*tracked, error) {
+	s, err := rr.region.Slot(index)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(gen, want); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		// A torn slot: end it instead of reading it as a request.
+		rr.log.Error().Err(err).Int("slot", index).Msg("torn slot aborted")
+		if want == shm.StateQueued {
+			_ = s.MarkInferReleased(gen, shm.StateQueued, shm.FinishError)
+			rr.ringDetok()
+		}
+		return nil, err
+	}
+	return &tracked{slot: s, gen: gen, group: s.GroupID.Load(), req: &Request{
+		ID: requestID(index, gen), Group: s.GroupID.Load(), InputLen: int(s.PromptLen.Load()),
+		MaxNewTokens: int(s.MaxNewTokens.Load()), IgnoreEOS: s.Flags.Load()&shm.FlagIgnoreEOS != 0,
+	}}, nil
+}
+
+// submit queues one group of new entries; a group the scheduler refuses
+// (it could never fit the KV) is finished with an error.
+func (rr *role) submit(group []*tracked) {
+	if len(group) == 0 {
+		return
+	}
+	reqs := make([]*Request, len(group))
+	for i, e := range group {
+		reqs[i] = e.req
+	}
+	if err := rr.sched.Submit(reqs); err != nil {
+		rr.log.Error().Err(err).Uint64("group", group[0].group).Msg("request refused")
+		for _, e := range group {
+			_ = e.slot.MarkInferReleased(e.gen, shm.StateQueued, shm.FinishError)
+		}
+		rr.ringDetok()
+		return
+	}
+	for _, e := range group {
+		rr.entries[e.req.ID] = e
+	}
+}
+
+// admit starts an admitted request: its slot becomes Running and infer gets
+// a NEW command.
+func (rr *role) admit(e *tracked) {
+	if e == nil {
+		return
+	}
+	if err := e.slot.Transition(e.gen, shm.StateQueued, shm.StateRunning); err != nil {
+		// Only this router moves Queued slots; the next observe drops it.
+		rr.log.Warn().Err(err).Int("slot", e.slot.Index).Msg("admitted slot changed state")
+		return
+	}
+	rr.command(shm.Command{Op: shm.OpNew, Slot: uint32(e.slot.Index), Gen: e.gen}, shm.MarkNewSent, e)
+}
+
+// drop ends a request that never reached infer.
+func (rr *role) drop(e *tracked, why string) {
+	if e == nil {
+		return
+	}
+	delete(rr.entries, e.req.ID)
+	if err := e.slot.MarkInferReleased(e.gen, shm.StateQueued, shm.FinishAborted); err != nil {
+		rr.log.Debug().Err(err).Int("slot", e.slot.Index).Msg("drop")
+	}
+	rr.log.Debug().Int("slot", e.slot.Index).Str("why", why).Msg("request dropped")
+	rr.ringDetok()
+}
+
+// forget removes an entry whose slot was reused behind the router's back.
+func (rr *role) forget(e *tracked) {
+	delete(rr.entries, e.req.ID)
+	if e.req.state == stateRunning {
+		rr.sched.release([]Finished{{ID: e.req.ID, OutputLen: e.req.OutputLen, Aborted: true}})
+	} else {
+		rr.sched.Abort(e.req.ID)
+	}
+}
+
+// pendingCmd is a command waiting for ring room plus the mark to set once
+// it is pushed.
+type pendingCmd struct {
+	cmd  shm.Command
+	mark uint32
+	e    *tracked
+}
+
+// command queues a command for infer; flush pushes it. The mark is stored
+// in the slot only after the push, so a router killed in between sends the
+// command again after its restart (infer ignores a repeat).
+func (rr *role) command(c shm.Command, mark uint32, e *tracked) {
+	rr.pendingCmds = append(rr.pendingCmds, pendingCmd{cmd: c, mark: mark, e: e})
+	if c.Op == shm.OpStopMatched {
+		e.stopQueued = true
+	}
+}
+
+// flush pushes queued commands in order until the ring is full.
+func (rr *role) flush() error {
+	ring := rr.region.Commands()
+	n := 0
+	for _, p := range rr.pendingCmds {
+		if _, err := ring.Push(p.cmd); err != nil {
+			if errors.Is(err, shm.ErrRingFull) {
+				break
+			}
+			return fmt.Errorf("command ring: %w", err)
+		}
+		// RouterMarks has one writer, this router, so load-or-store is safe.
+		s := p.e.slot
+		if st, g := s.Load(); g == p.e.gen && st != shm.StateFree {
+			s.RouterMarks.Store(s.RouterMarks.Load() | p.mark)
+		}
+		n++
+	}
+	rr.pendingCmds = slices.Delete(rr.pendingCmds, 0, n)
+	return nil
+}
+
+func (rr *role) ringDetok() {
+	if rs, err := rr.region.Role(shm.RoleDetokenizer); err == nil {
+		rs.Bell().Ring()
+	}
+}
+
+// checkDetokRestart re-forwards every live group to a detokenizer that
+// restarted: it finds the slots in shm by itself, but the messages are its
+// prompt wake-up.
+func (rr *role) checkDetokRestart() {
+	rs, err := rr.region.Role(shm.RoleDetokenizer)
+	if err != nil {
+		return
+	}
+	ep := rs.Epoch.Load()
+	if ep == rr.detokEpoch {
+		return
+	}
+	rr.detokEpoch = ep
+	sent := map[*pipeline.Group]bool{}
+	for _, e := range rr.entries {
+		if e.msg != nil && !sent[e.msg] {
+			sent[e.msg] = true
+			if b, err := e.msg.Marshal(); err == nil {
+				rr.detok.Send(b)
+			}
+		}
+	}
+	rr.log.Info().Uint32("detokenizer_epoch", ep).Int("groups", len(sent)).Msg("detokenizer restarted; groups forwarded again")
+}
+
+// recover rebuilds the router's state from the slot table (a restarted
+// router, or the first start over a region some requests already use):
+// queued slots join the waiting queue in arrival order, grouped as they were
+// submitted; running slots join the running set as they are, and get again
+// any command this router's predecessor queued but had not yet pushed. No
+// request is admitted twice: only Queued slots can be admitted.
+func (rr *role) recover() error {
+	var queued, running []*tracked
+	for i := 0; i < rr.region.NumSlots(); i++ {
+		s, err := rr.region.Slot(i)
+		if err != nil {
+			return err
+		}
+		st, gen := s.Load()
+		switch {
+		case st == shm.StateQueued:
+			if e, err := rr.entryFor(i, gen, st); err == nil {
+				queued = append(queued, e)
+			}
+		case st == shm.StateRunning && s.InferReleased.Load() == 0:
+			if e, err := rr.entryFor(i, gen, st); err == nil {
+				running = append(running, e)
+			}
+		}
+	}
+	byArrival := func(a, b *tracked) int {
+		return cmpInt64(a.slot.ArrivalUnixNano.Load(), b.slot.ArrivalUnixNano.Load())
+	}
+	slices.SortStableFunc(running, byArrival)
+	for _, e := range running {
+		if err := rr.adopt(e); err != nil {
+			rr.log.Error().Err(err).Int("slot", e.slot.Index).Msg("running request not adopted")
+		}
+	}
+	rr.submitQueued(queued)
+	if n := len(queued) + len(running); n > 0 {
+		rr.log.Info().Int("waiting", len(queued)).Int("running", len(running)).Msg("state rebuilt from the slot table")
+	}
+	return rr.flush()
+}
+
+// adopt puts a Running slot into the running set.
+func (rr *role) adopt(e *tracked) error {
+	marks := e.slot.RouterMarks.Load()
+	r := e.req
+	r.OutputLen = min(int(e.slot.OutputLen.Load()), r.MaxNewTokens)
+	r.KVLen = int(e.slot.KVLen.Load())
+	if err := rr.sched.adoptRunning(r, marks&shm.MarkAbortSent != 0); err != nil {
+		return err
+	}
+	rr.entries[r.ID] = e
+	if marks&shm.MarkNewSent == 0 {
+		rr.command(shm.Command{Op: shm.OpNew, Slot: uint32(e.slot.Index), Gen: e.gen}, shm.MarkNewSent, e)
+	}
+	return nil
+}
+
+// submitQueued queues Queued slots found in the table, oldest first, one
+// group per shm GroupID.
+func (rr *role) submitQueued(queued []*tracked) {
+	slices.SortStableFunc(queued, func(a, b *tracked) int {
+		if c := cmpInt64(a.slot.ArrivalUnixNano.Load(), b.slot.ArrivalUnixNano.Load()); c != 0 {
+			return c
+		}
+		return cmpInt64(int64(a.slot.RequestID.Load()), int64(b.slot.RequestID.Load()))
+	})
+	for i := 0; i < len(queued); {
+		j := i + 1
+		for j < len(queued) && queued[j].group == queued[i].group && queued[i].group != 0 {
+			j++
+		}
+		rr.submit(queued[i:j])
+		i = j
+	}
+}
+
+// reconcile adopts queued slots whose group message was lost (sent while
+// this router was down, or into a connection that died): a queued slot with
+// no entry in two consecutive scans is queued from the table.
+func (rr *role) reconcile() {
+	seen := map[uint64]bool{}
+	var adopt []*tracked
+	for i := 0; i < rr.region.NumSlots(); i++ {
+		s, err := rr.region.Slot(i)
+		if err != nil {
+			return
+		}
+		st, gen := s.Load()
+		if st != shm.StateQueued {
+			continue
+		}
+		id := requestID(i, gen)
+		if rr.entries[id] != nil {
+			continue
+		}
+		seen[id] = true
+		if !rr.unknownQueued[id] {
+			continue
+		}
+		if e, err := rr.entryFor(i, gen, shm.StateQueued); err == nil {
+			adopt = append(adopt, e)
+		}
+	}
+	rr.unknownQueued = seen
+	if len(adopt) > 0 {
+		rr.log.Warn().Int("requests", len(adopt)).Msg("queued slots without a group message adopted from the slot table")
+		rr.submitQueued(adopt)
+		for _, e := range adopt {
+			delete(rr.unknownQueued, e.req.ID)
+		}
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// adoptRunning puts a request that is already running on infer (found in
+// the slot table by a restarted router) straight into the running set.
+// abortSent records that its ABORT command was already sent.
+func (s *Scheduler) adoptRunning(r *Request, abortSent bool) error {
+	if err := s.checkNew(r, r.GroupKey(), nil); err != nil {
+		return err
+	}
+	r.state, r.groupSize = stateRunning, 1
+	r.aborted, r.abortSent = abortSent, abortSent
+	s.byID[r.ID] = r
+	s.running = append(s.running, r)
+	s.stats.Submitted++
+	s.stats.Admitted++
+	s.loadDirty = true
+	return nil
+}
