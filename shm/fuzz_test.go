@@ -7,21 +7,25 @@ import (
 	"testing"
 )
 
-// FuzzAttach feeds arbitrary file contents to AttachFile and, when a file is
+// FuzzAttach feeds damaged region files to AttachFile and, when a file is
 // accepted, runs every recovery and read path over it: none may panic or
-// fault, whatever the bytes (go test -fuzz=FuzzAttach ./shm).
+// fault, whatever the bytes (go test -fuzz=FuzzAttach ./shm). With raw set
+// the input is the whole file; otherwise it is pasted at offset off into a
+// valid live region, so that most inputs pass attach and exercise the
+// slot, text-queue and ring validation instead.
 func FuzzAttach(f *testing.F) {
 	seedDir := f.TempDir()
+	var template []byte
 	for i, s := range []Sizes{
-		{Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4},
 		{Slots: 2, MaxReqTotalLen: 16, TextQueueBytes: 64, RingEntries: 4},
+		{Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4},
 	} {
 		r, err := Create(CreateOptions{BaseDir: seedDir, Instance: "seed" + string(rune('a'+i)), Sizes: s})
 		if err != nil {
 			f.Fatal(err)
 		}
-		// Give the seed live content: a running request with text queued
-		// and a command in the ring.
+		// Live content: a running request with text queued and a command
+		// in the ring.
 		sl, gen, _ := r.Alloc(1)
 		sl.Fill(gen, Request{Prompt: []int32{1}, Params: Params{MaxNewTokens: 0}})
 		sl.Transition(gen, StateAllocated, StateQueued)
@@ -32,21 +36,31 @@ func FuzzAttach(f *testing.F) {
 			f.Fatal(err)
 		}
 		r.Destroy()
-		f.Add(data)
-		// The same file with a few header words pre-damaged.
+		if template == nil {
+			template = data
+		}
+		f.Add(data, uint16(0), true)
 		bad := append([]byte(nil), data...)
 		binary.LittleEndian.PutUint32(bad[24:], 3)
-		f.Add(bad)
+		f.Add(bad, uint16(0), true)
 	}
-	f.Add([]byte{})
-	f.Add(make([]byte, HeaderSize))
+	f.Add([]byte{}, uint16(0), true)
+	f.Add(make([]byte, HeaderSize), uint16(0), true)
+	for _, off := range []uint16{HeaderSize, HeaderSize + 96, HeaderSize + 152, 4000} {
+		f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 9, 9, 9, 9}, off, false)
+	}
 
 	// On tmpfs: rewriting a disk file whose pages a previous iteration
 	// dirtied through its mapping waits for writeback and stalls the fuzzer.
 	dir := testBase(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data []byte, off uint16, raw bool) {
+		file := data
+		if !raw {
+			file = append([]byte(nil), template...)
+			copy(file[int(off)%len(file):], data)
+		}
 		path := filepath.Join(dir, "state")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
+		if err := os.WriteFile(path, file, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		r, err := AttachFile(path)

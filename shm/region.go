@@ -134,10 +134,20 @@ func Create(opts CreateOptions) (*Region, error) {
 	h.CreatedUnixNano.Store(time.Now().UnixNano())
 	h.CreatorPid.Store(uint32(os.Getpid()))
 	h.Magic.Store(Magic) // publish: the header is complete
-	if err := os.Rename(tmp, path); err != nil {
+	// Link fails if the name exists, so two launchers racing for one
+	// instance cannot both win; Rename replaces atomically.
+	place := os.Link
+	if opts.Replace {
+		place = os.Rename
+	}
+	if err := place(tmp, path); err != nil {
 		unix.Munmap(mem)
+		if errors.Is(err, os.ErrExist) {
+			err = ErrExists
+		}
 		return fail(fmt.Errorf("shm create %s: %w", path, err))
 	}
+	os.Remove(tmp) // after Link; a no-op after Rename
 	return newRegion(path, dir, mem, sizes, lay), nil
 }
 

@@ -109,6 +109,21 @@ func childMain(mode string, r *Region, n int) int {
 		}
 		time.Sleep(20 * time.Millisecond) // let the parent settle in the kernel
 		rs.Bell().Ring()
+	case "echo": // infer's side of a round trip: pop a command, ring the router
+		if _, err := r.BeginEpoch(RoleInfer); err != nil {
+			return 8
+		}
+		rs, _ := r.Role(RoleRouter)
+		for {
+			c, err := r.Commands().PopWait(context.Background())
+			if err != nil {
+				return 9
+			}
+			if c.Arg == echoStop {
+				return 0
+			}
+			rs.Bell().Ring()
+		}
 	case "die-mid-write": // an apiserver killed while filling a slot
 		s, gen, err := r.Alloc(uint32(n))
 		if err != nil {
@@ -121,6 +136,47 @@ func childMain(mode string, r *Region, n int) int {
 		return 1
 	}
 	return 0
+}
+
+// echoStop in a command's Arg ends the "echo" child.
+const echoStop = ^uint32(0)
+
+// BenchmarkCrossProcessRoundTrip is the real router→infer→router path: a
+// command through the shm ring to another process, which rings a doorbell
+// back; both sides poll briefly, then sleep on futexes.
+func BenchmarkCrossProcessRoundTrip(b *testing.B) {
+	r := newTestRegion(b, smallSizes)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envChildMode+"=echo", envChildPath+"="+r.Path(), envChildN+"=0")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	infer, _ := r.Role(RoleInfer)
+	for deadline := time.Now().Add(10 * time.Second); infer.Epoch.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			b.Fatal("echo child did not start")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rs, _ := r.Role(RoleRouter)
+	reply, q := rs.Bell(), r.Commands()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		seen := reply.Seq()
+		if _, err := q.PushWait(ctx, Command{Op: OpNew, Slot: 1}); err != nil {
+			b.Fatal(err)
+		}
+		if err := reply.WaitFor(ctx, func() bool { return reply.Seq() != seen }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/roundtrip")
+	q.PushWait(ctx, Command{Op: OpAbort, Slot: 0, Arg: echoStop})
 }
 
 // TestCrossProcessAtomics: increments from two processes on one shared

@@ -131,6 +131,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	close  bool // the server asked to close the connection
 }
 
 func (ts *testServer) do(t testing.TB, method, path string, body []byte, hdr ...string) response {
@@ -151,7 +152,7 @@ func (ts *testServer) do(t testing.TB, method, path string, body []byte, hdr ...
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b, close: resp.Close}
 }
 
 func (ts *testServer) post(t testing.TB, path, body string, hdr ...string) response {
@@ -236,4 +237,15 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+func nopLogger() zerolog.Logger { return zerolog.Nop() }
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -22,10 +22,10 @@ func TestClientDisconnectAborts(t *testing.T) {
 		path, body string
 		stream     bool
 	}{
-		"native stream": {"/generate_stream", `{"inputs":"Hi","parameters":{"ignore_eos":true}}`, true},
-		"native":        {"/generate", `{"inputs":"Hi","parameters":{"ignore_eos":true}}`, false},
-		"chat stream":   {"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"stream":true,"ignore_eos":true}`, true},
-		"completions":   {"/v1/completions", `{"prompt":["Hi","Ho"],"ignore_eos":true}`, false},
+		"native stream":      {"/generate_stream", `{"inputs":"Hi","parameters":{"ignore_eos":true}}`, true},
+		"native":             {"/generate", `{"inputs":"Hi","parameters":{"ignore_eos":true}}`, false},
+		"chat stream":        {"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"stream":true,"ignore_eos":true}`, true},
+		"completions":        {"/v1/completions", `{"prompt":["Hi","Ho"],"ignore_eos":true}`, false},
 		"completions stream": {"/v1/completions", `{"prompt":"Hi","stream":true,"ignore_eos":true}`, true},
 	}
 	for name, tc := range cases {
@@ -66,7 +66,9 @@ func TestOverloadAndNotReady(t *testing.T) {
 		ts := startServer(t, apiserver.Options{MaxInFlight: 2, RetryAfter: 3 * time.Second}, fakebackend.Options{})
 		ts.be.Pause()
 		done := make(chan response, 1)
-		go func() { done <- ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"n":2,"best_of":2,"max_new_tokens":3}}`) }()
+		go func() {
+			done <- ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"n":2,"best_of":2,"max_new_tokens":3}}`)
+		}()
 		waitFor(t, "first request admitted", func() bool { return len(ts.be.Submitted()) == 1 })
 		r := ts.post(t, "/v1/completions", `{"prompt":"Hi","max_tokens":2}`)
 		if e := decode[errResp](t, r.body); r.status != 429 || r.header.Get("Retry-After") != "3" || *e.Error.Code != "overloaded" {
@@ -129,7 +131,9 @@ func TestDrain(t *testing.T) {
 	ts := startServer(t, apiserver.Options{ChatTemplate: chatML}, fakebackend.Options{})
 	ts.be.Pause()
 	inflight := make(chan response, 1)
-	go func() { inflight <- ts.post(t, "/generate_stream", `{"inputs":"Hi","parameters":{"max_new_tokens":4}}`) }()
+	go func() {
+		inflight <- ts.post(t, "/generate_stream", `{"inputs":"Hi","parameters":{"max_new_tokens":4}}`)
+	}()
 	waitFor(t, "admission", func() bool { return len(ts.be.Submitted()) == 1 })
 	drained := make(chan error, 1)
 	go func() {
@@ -146,8 +150,8 @@ func TestDrain(t *testing.T) {
 		{http.MethodHead, "/health", ""},
 	} {
 		r := ts.do(t, tc.method, tc.path, []byte(tc.body))
-		if r.status != 503 || r.header.Get("Connection") != "close" {
-			t.Errorf("%s %s while draining: %d connection=%q %s", tc.method, tc.path, r.status, r.header.Get("Connection"), r.body)
+		if r.status != 503 || !r.close {
+			t.Errorf("%s %s while draining: %d close=%v %s", tc.method, tc.path, r.status, r.close, r.body)
 		}
 		if tc.path != "/health" && r.header.Get("Retry-After") == "" {
 			t.Errorf("%s: no Retry-After", tc.path)
@@ -351,5 +355,44 @@ func TestRunStopsOnContext(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// truncatingBackend is a test double whose streams end after one token
+// without finishing (a backend failure the server must report, not hide).
+type truncatingBackend struct{ *fakebackend.Backend }
+
+func (truncatingBackend) Submit(_ context.Context, g *apiserver.Group) (*apiserver.Stream, error) {
+	ch := make(chan apiserver.Event, 1)
+	ch <- apiserver.Event{Seq: 0, TokenID: 5, Text: "a", CountOutputTokens: 1}
+	close(ch)
+	return &apiserver.Stream{ID: 8, Events: ch}, nil
+}
+
+func TestBackendLosesStream(t *testing.T) {
+	tok := storiesTokenizer(t)
+	ts := startWith(t, apiserver.Options{ChatTemplate: chatML}, truncatingBackend{fakebackend.New(tok, fakebackend.Options{})}, tok)
+	chat := `{"messages":[{"role":"user","content":"Hi"}]`
+	cases := map[string]struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		"native":        {"/generate", `{"inputs":"Hi"}`, 200, `"finish_reason":"error"`},
+		"chat":          {"/v1/chat/completions", chat + `}`, 500, `"code":"internal_error"`},
+		"completions":   {"/v1/completions", `{"prompt":"Hi"}`, 500, `"code":"internal_error"`},
+		"chat stream":   {"/v1/chat/completions", chat + `,"stream":true}`, 200, "data: {\"error\":{\"message\":\"the backend ended the stream"},
+		"native stream": {"/generate_stream", `{"inputs":"Hi"}`, 200, `"finished":true,"finish_reason":"error"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := ts.post(t, tc.path, tc.body)
+			if r.status != tc.status || !strings.Contains(string(r.body), tc.want) {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if strings.Contains(tc.path, "/v1/") && strings.Contains(tc.body, "stream") && !strings.HasSuffix(string(r.body), "data: [DONE]\n\n") {
+				t.Errorf("stream did not end with [DONE]: %q", r.body)
+			}
+		})
 	}
 }

@@ -440,4 +440,3 @@ func TestModelsAndModelName(t *testing.T) {
 		t.Errorf("get_model_name: %s", got.body)
 	}
 }
-

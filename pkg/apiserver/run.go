@@ -180,6 +180,9 @@ func newSSE(w http.ResponseWriter, native bool) *sseWriter {
 	if native {
 		s.prefix = "data:"
 	}
+	// Send the headers now: the client learns the request was admitted
+	// before the first token, which may take a long prefill.
+	s.err = s.rc.Flush()
 	return s
 }
 

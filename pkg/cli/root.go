@@ -24,6 +24,7 @@ func NewRoot() *cobra.Command {
 		newBenchCmd(),
 		newGenModelCmd(),
 		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(),
+		newEPPProxyCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

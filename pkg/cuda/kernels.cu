@@ -285,6 +285,7 @@ __device__ void attention_impl(O* out, i64 olo, const float* qkv, const KVT* kc,
     for (int i = 0; i < 8; i++) acc[i] *= corr;
     for (int jj = 0; jj < n; jj++) {
       const float pj = __shfl_sync(FULL, p, jj);
+      if (pj == 0.0f) continue;  // masked: never let a stale V row (0 * NaN) in
       const KVT* vrow = (const KVT*)(vs + jj * rs);
 #pragma unroll
       for (int i = 0; i < 8; i++) {

@@ -173,24 +173,27 @@ func encodeHTTPHeaders(hs []Header, eos bool) []byte {
 // EncodeRequestHeaders is the first message of a stream: the request
 // headers plus the protocol configuration (both bodies FULL_DUPLEX_STREAMED,
 // which is what the processor must answer with streamed body mutations).
+//
+// Fields are written in the order protobuf-go writes them (plain fields,
+// then the oneof), so that the bytes equal go-control-plane's.
 func EncodeRequestHeaders(hs []Header, eos bool) []byte {
-	b := appendBytesField(nil, reqRequestHeaders, encodeHTTPHeaders(hs, eos))
 	var pc []byte
 	pc = appendVarintField(pc, 1, bodyModeFullDuplex)
 	pc = appendVarintField(pc, 2, bodyModeFullDuplex)
-	return appendBytesField(b, reqProtocolConfig, pc)
+	b := appendBytesField(nil, reqProtocolConfig, pc)
+	return appendBytesField(b, reqRequestHeaders, encodeHTTPHeaders(hs, eos))
 }
 
 // EncodeResponseHeaders carries the upstream's response headers (":status"
 // first) and, as Envoy's metadata_context, the endpoint that served the
 // request under envoy.lb / x-gateway-destination-endpoint-served.
 func EncodeResponseHeaders(hs []Header, eos bool, served string) []byte {
-	b := appendBytesField(nil, reqResponseHeaders, encodeHTTPHeaders(hs, eos))
+	var b []byte
 	if served != "" {
 		md := encodeFilterMetadata(NamespaceLB, map[string]string{ServedEndpointKey: served})
 		b = appendBytesField(b, reqMetadataContext, md)
 	}
-	return b
+	return appendBytesField(b, reqResponseHeaders, encodeHTTPHeaders(hs, eos))
 }
 
 // EncodeRequestBody and EncodeResponseBody carry one body chunk (HttpBody).

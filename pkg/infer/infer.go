@@ -258,11 +258,11 @@ func (w *Worker) flags() {
 		s := l.slot
 		switch {
 		case l.aborting || l.stopped:
-		case s.Abort.Load() != 0:
-			l.aborting = true
-			w.ex.Abort(id)
 		case s.StopMatched.Load() != 0:
 			l.stopped = true
+			w.ex.Abort(id)
+		case s.Abort.Load() != 0:
+			l.aborting = true
 			w.ex.Abort(id)
 		}
 	}
@@ -294,14 +294,14 @@ func (w *Worker) start(index int, gen uint32) {
 		return
 	}
 	switch fs := shm.FinishStatus(s.FinishStatus.Load()); {
-	case s.Abort.Load() != 0:
-		end(shm.FinishAborted, "", nil)
-		return
 	case fs != shm.FinishNone: // finished by a previous infer that died before releasing it
 		end(fs, "", nil)
 		return
 	case s.StopMatched.Load() != 0:
 		end(shm.FinishStop, "", nil)
+		return
+	case s.Abort.Load() != 0:
+		end(shm.FinishAborted, "", nil)
 		return
 	}
 	prompt, err := s.Prompt()

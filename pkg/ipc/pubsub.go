@@ -123,8 +123,9 @@ func (s *Subscriber) Recv(ctx context.Context) (Message, error) { return recvIte
 // TryRecv is Recv without waiting.
 func (s *Subscriber) TryRecv() (Message, bool, error) { return tryRecvItem(s.ch, s.done) }
 
-// C is the receive queue itself, for select loops: each value is a
-// message or a decode error, read it with Item.
+// Connected reports whether the subscriber holds a connection now. The
+// publisher may still be processing the subscription, so a message
+// published right after this turns true can be missed.
 func (s *Subscriber) Connected() bool { return s.connects.Load() > s.disconnects.Load() }
 
 // Stats reports messages received, publisher losses seen and (re)connects.

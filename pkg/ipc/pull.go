@@ -120,7 +120,9 @@ func (p *Puller) Recv(ctx context.Context) (Message, error) {
 func (p *Puller) TryRecv() (m Message, ok bool, err error) { return tryRecvItem(p.ch, p.done) }
 
 // Stats reports messages received and peer disconnects seen.
-func (p *Puller) Stats() (received, disconnects uint64) { return p.received.Load(), p.disconnects.Load() }
+func (p *Puller) Stats() (received, disconnects uint64) {
+	return p.received.Load(), p.disconnects.Load()
+}
 
 // Close unbinds and removes the socket file.
 func (p *Puller) Close() error {

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/shm"
@@ -42,12 +43,16 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer rr.close()
-	pull, err := pipeline.Listen(pipeline.Endpoint(cfg.SocketPath(config.RoleRouter)))
+	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockRouter)
+	if err != nil {
+		return err
+	}
+	pull, err := ipc.NewPuller(ep, ipc.Options{Logger: log.With().Str("pipe", "apiserver→router").Logger()})
 	if err != nil {
 		return fmt.Errorf("router intake: %w", err)
 	}
 	defer pull.Close()
-	go rr.receive(pull)
+	go rr.receive(ctx, pull)
 
 	if err := rr.recover(); err != nil {
 		return err
@@ -68,9 +73,9 @@ type role struct {
 	sched  *Scheduler
 	start  time.Time
 
-	intake chan pipeline.Group
+	intake chan *ipc.NewGroup
 	kick   chan struct{}
-	detok  *pipeline.Pusher
+	detok  *pipeline.Sender
 
 	entries     map[uint64]*tracked // by Request.ID (slot index<<32 | generation)
 	pendingCmds []pendingCmd      // commands waiting for ring room, in order
@@ -91,7 +96,7 @@ type tracked struct {
 	group uint64 // shm GroupID
 	// msg is the group message this request arrived in, forwarded to the
 	// detokenizer again when it restarts.
-	msg *pipeline.Group
+	msg *ipc.NewGroup
 	// stopQueued: a STOP_MATCHED command is queued, not yet on the ring.
 	stopQueued bool
 }
@@ -133,17 +138,20 @@ func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role
 	}
 	rr := &role{
 		cfg: cfg, log: log, region: region, sched: sched, start: time.Now(),
-		intake:        make(chan pipeline.Group, 1024),
+		intake:        make(chan *ipc.NewGroup, 1024),
 		kick:          make(chan struct{}, 1),
 		entries:       map[uint64]*tracked{},
 		unknownQueued: map[uint64]bool{},
 		detokEpoch:    detokState.Epoch.Load(),
 	}
-	rr.detok = pipeline.NewPusher(pipeline.PusherOptions{
-		Endpoint:  pipeline.Endpoint(cfg.SocketPath(config.RoleDetokenizer)),
-		PeerEpoch: detokState.Epoch.Load,
-		Log:       log.With().Str("pipe", "router→detokenizer").Logger(),
-	})
+	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockDetokenizer)
+	if err == nil {
+		rr.detok, err = pipeline.NewSender(ep, 4096, log.With().Str("pipe", "router→detokenizer").Logger())
+	}
+	if err != nil {
+		region.Close()
+		return nil, err
+	}
 	rr.lastLoop.Store(time.Now().UnixNano())
 	log.Info().Uint32("epoch", epoch).Str("policy", pol.Name()).Int("max_total_tokens", rc.MaxTotalTokens).
 		Int("slots", region.NumSlots()).Msg("router attached")
@@ -165,18 +173,22 @@ func (rr *role) progress() error {
 }
 
 // receive feeds the loop from the ZeroMQ intake until the socket closes.
-func (rr *role) receive(pull *pipeline.Puller) {
+func (rr *role) receive(ctx context.Context, pull *ipc.Puller) {
 	for {
-		b, err := pull.Recv()
-		if err != nil {
+		m, err := pull.Recv(ctx)
+		if errors.Is(err, ipc.ErrClosed) || ctx.Err() != nil {
 			return
 		}
-		g, err := pipeline.UnmarshalGroup(b)
-		if err != nil {
+		g, ok := m.(*ipc.NewGroup)
+		if err != nil || !ok || len(g.Slots) == 0 {
 			rr.log.Warn().Err(err).Msg("bad group message ignored")
 			continue
 		}
-		rr.intake <- g
+		select {
+		case rr.intake <- g:
+		case <-ctx.Done():
+			return
+		}
 		select {
 		case rr.kick <- struct{}{}:
 		default:
@@ -235,7 +247,7 @@ func (rr *role) step() error {
 	for drained := false; !drained; {
 		select {
 		case g := <-rr.intake:
-			rr.onGroup(&g)
+			rr.onGroup(g)
 		default:
 			drained = true
 		}
@@ -323,10 +335,8 @@ func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
 
 // onGroup takes one group message: forward it to the detokenizer at once
 // (LightLLM's _add_req), then queue its requests unless they are known.
-func (rr *role) onGroup(g *pipeline.Group) {
-	if b, err := g.Marshal(); err == nil {
-		rr.detok.Send(b)
-	}
+func (rr *role) onGroup(g *ipc.NewGroup) {
+	rr.detok.Send(g)
 	var group []*tracked
 	for _, ref := range g.Slots {
 		id := requestID(int(ref.Index), ref.Gen)
@@ -336,7 +346,7 @@ func (rr *role) onGroup(g *pipeline.Group) {
 		}
 		e, err := rr.entryFor(int(ref.Index), ref.Gen, shm.StateQueued)
 		if err != nil {
-			rr.log.Debug().Err(err).Uint64("group", g.ID).Msg("group message for a slot not queued; ignored")
+			rr.log.Debug().Err(err).Uint64("group", g.GroupID).Msg("group message for a slot not queued; ignored")
 			continue
 		}
 		e.msg = g
@@ -489,13 +499,11 @@ func (rr *role) checkDetokRestart() {
 		return
 	}
 	rr.detokEpoch = ep
-	sent := map[*pipeline.Group]bool{}
+	sent := map[*ipc.NewGroup]bool{}
 	for _, e := range rr.entries {
 		if e.msg != nil && !sent[e.msg] {
 			sent[e.msg] = true
-			if b, err := e.msg.Marshal(); err == nil {
-				rr.detok.Send(b)
-			}
+			rr.detok.Send(e.msg)
 		}
 	}
 	rr.log.Info().Uint32("detokenizer_epoch", ep).Int("groups", len(sent)).Msg("detokenizer restarted; groups forwarded again")

@@ -1,0 +1,349 @@
+// Package shmbackend is the apiserver's apiserver.Backend over the real
+// request path: a group's sequences get request slots in the instance's shm
+// region (prompt ids and sampling parameters written in place), the group
+// is pushed to the router over ZeroMQ, and the text pieces the detokenizer
+// queues in each slot are read back, woken by the apiserver's shm doorbell,
+// and delivered as apiserver.Events. A client that goes away sets the
+// slots' abort flag; a slot returns to the pool once infer has released it
+// and the detokenizer has queued its last piece.
+//
+// At start the backend takes a new apiserver epoch and aborts and frees
+// every slot a previous apiserver process left behind: their clients'
+// connections died with it.
+package shmbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/apiserver"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+// pollWait bounds one sleep on the doorbell; aborts and releases are
+// noticed at this pace at worst.
+const pollWait = 20 * time.Millisecond
+
+// Options configure New.
+type Options struct {
+	Region *shm.Region
+	// RouterEndpoint is the router's intake, ipc.Endpoint(run_dir, ipc.SockRouter).
+	RouterEndpoint string
+	// MaxTotalTokens is the configured KV capacity, used until infer
+	// publishes the real one.
+	MaxTotalTokens int
+	// HealthTimeout: while requests are in flight, no engine progress for
+	// this long makes Healthy false (LightLLM's HEALTH_TIMEOUT).
+	HealthTimeout time.Duration
+	// DecodeIDs turns a multi-token stop sequence given as ids into the text
+	// the detokenizer matches; nil refuses such stop sequences.
+	DecodeIDs func(ids []int32) string
+	Log       zerolog.Logger
+}
+
+// Backend implements apiserver.Backend over shm. It is safe for concurrent
+// use.
+type Backend struct {
+	o      Options
+	region *shm.Region
+	epoch  uint32
+	log    zerolog.Logger
+	bell   shm.Bell
+	router *pipeline.Sender
+	roles  [3]*shm.RoleState // router, infer, detokenizer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	groups map[uint64]*group
+}
+
+var _ apiserver.Backend = (*Backend)(nil)
+
+// New takes the apiserver role in o.Region and recovers the slots earlier
+// apiserver processes left.
+func New(o Options) (*Backend, error) {
+	if o.Region == nil {
+		return nil, errors.New("shmbackend: no shm region")
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = 200 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Backend{o: o, region: o.Region, log: o.Log, ctx: ctx, cancel: cancel, groups: map[uint64]*group{}}
+	api, err := b.region.Role(shm.RoleAPIServer)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	b.bell = api.Bell()
+	for i, r := range []shm.Role{shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
+		if b.roles[i], err = b.region.Role(r); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	if b.epoch, err = b.region.BeginEpoch(shm.RoleAPIServer); err != nil {
+		cancel()
+		return nil, err
+	}
+	if b.router, err = pipeline.NewSender(o.RouterEndpoint, 4096, o.Log.With().Str("pipe", "apiserver→router").Logger()); err != nil {
+		cancel()
+		return nil, err
+	}
+	b.recover()
+	return b, nil
+}
+
+// recover aborts and frees the slots of earlier apiserver processes.
+func (b *Backend) recover() {
+	rec := b.region.RecoverSlots(b.epoch)
+	aborted := 0
+	for _, r := range rec {
+		if r.Err != nil {
+			b.log.Warn().Err(r.Err).Int("slot", r.Slot).Msg("torn slot aborted")
+		}
+		if r.Action == shm.ActionAborted || r.Action == shm.ActionAdopted {
+			s, err := b.region.Slot(r.Slot)
+			if err != nil {
+				continue
+			}
+			aborted++
+			b.wg.Add(1)
+			go func() { defer b.wg.Done(); b.reap([]seqSlot{{slot: s, gen: r.Gen}}) }()
+		}
+	}
+	pipeline.SweepStops(b.region.Dir(), func(i int, gen uint32) bool {
+		s, err := b.region.Slot(i)
+		if err != nil {
+			return false
+		}
+		st, g := s.Load()
+		return g == gen && st != shm.StateFree
+	})
+	if len(rec) > 0 {
+		b.log.Warn().Int("slots", len(rec)).Int("aborted", aborted).Uint32("epoch", b.epoch).
+			Msg("slots of a previous apiserver recovered")
+		b.roles[0].Bell().Ring()
+	}
+}
+
+// Close stops every reader and the router pipe. In-flight groups are
+// aborted; their slots are freed by the next apiserver's recovery if they
+// had not finished.
+func (b *Backend) Close() {
+	b.mu.Lock()
+	for _, g := range b.groups {
+		g.stop()
+	}
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
+	b.router.Close()
+}
+
+// Epoch is this apiserver's epoch.
+func (b *Backend) Epoch() uint32 { return b.epoch }
+
+// Ready reports whether the router and infer have started and infer has
+// published the KV capacity.
+func (b *Backend) Ready() bool {
+	return b.roles[0].Epoch.Load() > 0 && b.roles[1].Epoch.Load() > 0 && b.region.Load().MaxTotalTokenNum.Load() > 0
+}
+
+// Healthy is LightLLM's /health rule: idle, or engine progress within
+// HealthTimeout.
+func (b *Backend) Healthy() bool {
+	l := b.region.Load()
+	if l.Running.Load()+l.Waiting.Load() == 0 && b.inFlight() == 0 {
+		return true
+	}
+	last := l.LastProgressUnixNano.Load()
+	return last > 0 && time.Since(time.Unix(0, last)) < b.o.HealthTimeout
+}
+
+func (b *Backend) inFlight() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.groups)
+}
+
+// TokenLoad is the router's token load (one dp rank).
+func (b *Backend) TokenLoad() apiserver.TokenLoad {
+	l := b.region.Load()
+	capTok := float64(b.MaxTotalTokens())
+	if capTok <= 0 {
+		return apiserver.TokenLoad{CurrentLoad: []float64{0}, LogicalMaxLoad: []float64{0}, DynamicMaxLoad: []float64{0}}
+	}
+	used := 0.0
+	if l.MaxTotalTokenNum.Load() > 0 {
+		used = max(float64(l.MaxTotalTokenNum.Load()-l.FreeKVTokens.Load()-l.EvictableKVTokens.Load()), 0)
+	}
+	peak := float64(l.EstimatedPeak.Load()) / capTok
+	return apiserver.TokenLoad{CurrentLoad: []float64{used / capTok}, LogicalMaxLoad: []float64{peak}, DynamicMaxLoad: []float64{peak}}
+}
+
+// MaxTotalTokens is the KV capacity infer published (the configured one
+// before that).
+func (b *Backend) MaxTotalTokens() int {
+	if n := b.region.Load().MaxTotalTokenNum.Load(); n > 0 {
+		return int(n)
+	}
+	return b.o.MaxTotalTokens
+}
+
+// Submit allocates one slot per sequence, fills and publishes them, and
+// pushes the group to the router. A full slot table is ErrOverloaded.
+func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if g.N < 1 || g.N > apiserver.MaxBestOf {
+		return nil, fmt.Errorf("%w: n=%d, want 1..%d", apiserver.ErrInvalidRequest, g.N, apiserver.MaxBestOf)
+	}
+	params, stops, err := b.slotParams(&g.Params)
+	if err != nil {
+		return nil, err
+	}
+	id := b.region.Load().NextRequestID.Add(apiserver.MaxBestOf)
+	seqs := make([]seqSlot, 0, g.N)
+	fail := func(err error) (*apiserver.Stream, error) {
+		for _, q := range seqs {
+			pipeline.RemoveStops(b.region.Dir(), q.slot.Index, q.gen)
+			_ = q.slot.Release(q.gen)
+		}
+		return nil, err
+	}
+	for i := 0; i < g.N; i++ {
+		s, gen, err := b.region.Alloc(b.epoch)
+		if err != nil {
+			if errors.Is(err, shm.ErrNoFreeSlot) {
+				return fail(fmt.Errorf("%w: all %d request slots are in use", apiserver.ErrOverloaded, b.region.NumSlots()))
+			}
+			return fail(err)
+		}
+		seqs = append(seqs, seqSlot{slot: s, gen: gen})
+		p := params
+		if p.Seed = g.SeqSeed(i); p.Seed < 0 {
+			// A concrete seed, so that a restarted infer resumes the same draws.
+			p.Seed = rand.Int64N(math.MaxInt64)
+		}
+		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt}
+		if err := s.Fill(gen, req); err != nil {
+			if errors.Is(err, shm.ErrTooLong) {
+				return fail(fmt.Errorf("%w: %v", apiserver.ErrInvalidRequest, err))
+			}
+			return fail(err)
+		}
+		if err := pipeline.WriteStops(b.region.Dir(), s.Index, gen, stops); err != nil {
+			return fail(err)
+		}
+	}
+	msg := &ipc.NewGroup{GroupID: id, Arrival: g.Arrival}
+	for _, q := range seqs {
+		if err := q.slot.Transition(q.gen, shm.StateAllocated, shm.StateQueued); err != nil {
+			return fail(err) // only this process holds Allocated slots; cannot happen
+		}
+		msg.Slots = append(msg.Slots, ipc.SlotRef{Index: uint32(q.slot.Index), Gen: q.gen})
+	}
+	b.router.Send(msg)
+
+	gr := newGroup(id, seqs)
+	b.mu.Lock()
+	b.groups[id] = gr
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.serve(gr)
+	}()
+	return &apiserver.Stream{ID: id, Events: gr.events}, nil
+}
+
+// slotParams maps the HTTP layer's parameters onto what a slot carries;
+// what it cannot carry is refused rather than ignored.
+func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string, error) {
+	unsupported := func(what string) error {
+		return fmt.Errorf("%w: %s is not supported by this server", apiserver.ErrInvalidRequest, what)
+	}
+	switch {
+	case len(p.BannedTokenIDs) > 0:
+		return shm.Params{}, nil, unsupported("logit_bias")
+	case len(p.AllowedTokenIDs) > 0:
+		return shm.Params{}, nil, unsupported("allowed_token_ids")
+	case p.TopLogprobs > 0:
+		return shm.Params{}, nil, unsupported("top logprobs")
+	case p.ExponentialDecayLengthPenalty.Factor != 1 && p.ExponentialDecayLengthPenalty.Factor != 0:
+		return shm.Params{}, nil, unsupported("exponential_decay_length_penalty")
+	}
+	out := shm.Params{
+		Temperature: float32(p.Temperature), TopP: float32(p.TopP), TopK: int32(p.TopK),
+		RepetitionPenalty: float32(p.RepetitionPenalty), PresencePenalty: float32(p.PresencePenalty),
+		FrequencyPenalty: float32(p.FrequencyPenalty), MinNewTokens: uint32(p.MinNewTokens),
+		MaxNewTokens: uint32(p.MaxNewTokens), IgnoreEOS: p.IgnoreEOS, DoSample: p.DoSample,
+		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
+		InputPenalty: p.InputPenalty,
+	}
+	if p.TopK <= 0 {
+		out.TopK = -1
+	}
+	var stops []string
+	for _, s := range p.StopSequences {
+		switch {
+		case s.Text != "":
+			stops = append(stops, s.Text)
+		case len(s.IDs) == 1:
+			if len(out.StopTokenIDs) >= shm.MaxStopTokenIDs {
+				return shm.Params{}, nil, fmt.Errorf("%w: more than %d stop token ids", apiserver.ErrInvalidRequest, shm.MaxStopTokenIDs)
+			}
+			out.StopTokenIDs = append(out.StopTokenIDs, s.IDs[0])
+		case len(s.IDs) > 1:
+			if b.o.DecodeIDs == nil {
+				return shm.Params{}, nil, unsupported("a stop sequence of several token ids")
+			}
+			text := b.o.DecodeIDs(s.IDs)
+			if text == "" {
+				return shm.Params{}, nil, fmt.Errorf("%w: stop sequence %v decodes to no text", apiserver.ErrInvalidRequest, s.IDs)
+			}
+			stops = append(stops, text)
+		}
+	}
+	return out, stops, nil
+}
+
+// Abort stops group id: its slots' abort flags are set and its Events
+// channel is closed; the slots are freed once the pipeline has wound them
+// down.
+func (b *Backend) Abort(id uint64) {
+	b.mu.Lock()
+	g := b.groups[id]
+	b.mu.Unlock()
+	if g == nil {
+		return
+	}
+	b.abortSlots(g.seqs)
+	g.stop()
+}
+
+// abortSlots sets the abort flag of slots still in flight and wakes the
+// router and infer.
+func (b *Backend) abortSlots(seqs []seqSlot) {
+	for _, q := range seqs {
+		if st, gen := q.slot.Load(); gen == q.gen && (st == shm.StateQueued || st == shm.StateRunning) {
+			q.slot.Abort.Store(1)
+		}
+	}
+	b.roles[0].Bell().Ring()
+	b.region.Commands().DataBell().Ring()
+}

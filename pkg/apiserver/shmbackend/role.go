@@ -1,0 +1,81 @@
+package shmbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/apiserver"
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/metrics"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/rolectl"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+)
+
+// Run is the apiserver role's body: the HTTP server (pkg/apiserver) over
+// this backend. `func main() { os.Exit(rolectl.Main(config.RoleAPIServer, shmbackend.Run)) }`.
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
+	tok, err := tokenizer.Load(cfg.ModelDir)
+	if err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	region, err := pipeline.OpenRegion(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer region.Close()
+	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockRouter)
+	if err != nil {
+		return err
+	}
+	b, err := New(Options{
+		Region: region, RouterEndpoint: ep, MaxTotalTokens: cfg.MaxTotalTokenNum,
+		HealthTimeout: cfg.HealthTimeout.D(), Log: log,
+		DecodeIDs: func(ids []int32) string { return tok.Decode(ids, false) },
+	})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	live := prometheus.NewRegistry()
+	if err := live.Register(metrics.NewLiveCollector(metrics.ShmLoadFunc(region.Load()), metrics.LiveOptions{ModelName: cfg.ModelName})); err != nil {
+		return fmt.Errorf("live metrics: %w", err)
+	}
+	metricURL := "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetricPort)) + "/metrics"
+	info := cfg.Redacted()
+	srv, err := apiserver.New(apiserver.Options{
+		ModelName:       cfg.ModelName,
+		ModelDir:        cfg.ModelDir,
+		MaxReqTotalLen:  cfg.MaxReqTotalLen,
+		MaxInFlight:     region.NumSlots(),
+		GracefulTimeout: cfg.GracefulTimeout.D(),
+		Metrics:         metrics.APIHandler(live, metricURL, time.Second),
+		ServerInfo:      &info,
+	}, b, tok, log)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	if err := ctl.Ready(ctx); err != nil {
+		l.Close()
+		return err
+	}
+	log.Info().Str("addr", l.Addr().String()).Uint32("epoch", b.Epoch()).Msg("serving HTTP")
+	if err := srv.Run(ctx, l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,381 @@
+// Package detok is the detokenizer role (cmd/detokenizer): it turns the
+// token ids infer publishes in each request's shm slot into text,
+// incrementally and UTF-8 safe, matches stop strings on the decoded text,
+// and queues one text piece per generated token in the slot's text queue for
+// the apiserver, which it wakes through the apiserver's shm doorbell.
+//
+// All of its per-request state lives in the slot (decode offsets, tokens
+// emitted, stop-string match), committed after each piece is queued, so a
+// restarted detokenizer resumes exactly where its predecessor stopped. If it
+// dies between queueing a piece and committing, the piece is queued again
+// with the same source index, which the apiserver drops as a repeat.
+package detok
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/rolectl"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+// Timing of the detokenizer loop.
+const (
+	// idleWait bounds a sleep on the doorbell (infer rings it after
+	// publishing tokens; a piece blocked on a full text queue is retried
+	// at this pace).
+	idleWait = 20 * time.Millisecond
+	// scanEvery is how often the slot table is scanned for live requests
+	// whose group message did not arrive (sent while this role restarted).
+	scanEvery = 50 * time.Millisecond
+	// stallLimit: a loop iteration this long withholds the heartbeat.
+	stallLimit = 10 * time.Second
+	// stopTailSlack is how many bytes beyond the longest stop string the
+	// matcher keeps, as LightLLM's max_stop_len+10.
+	stopTailSlack = 10
+)
+
+// Tokenizer is what the detokenizer needs from pkg/tokenizer.
+type Tokenizer interface {
+	Decode(ids []int32, skipSpecial bool) string
+	DecodeIncremental(ids []int32, st *tokenizer.DecodeState, skipSpecial bool) string
+	DecodeFlush(ids []int32, st *tokenizer.DecodeState, skipSpecial bool) string
+	IsSpecial(id int32) bool
+}
+
+// Run is the detokenizer role's body: `func main() { os.Exit(rolectl.Main(config.RoleDetokenizer, detok.Run)) }`.
+func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
+	tok, err := tokenizer.Load(cfg.ModelDir)
+	if err != nil {
+		return fmt.Errorf("detokenizer: %w", err)
+	}
+	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockDetokenizer)
+	if err != nil {
+		return err
+	}
+	pull, err := ipc.NewPuller(ep, ipc.Options{Logger: log.With().Str("pipe", "router→detokenizer").Logger()})
+	if err != nil {
+		return fmt.Errorf("detokenizer intake: %w", err)
+	}
+	defer pull.Close()
+	region, err := pipeline.OpenRegion(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer region.Close()
+	w, err := NewWorker(region, tok, Options{EOS: cfg.EosID, Log: log})
+	if err != nil {
+		return err
+	}
+	go w.receive(ctx, pull)
+	ctl.SetProgressCheck(w.Progress)
+	if err := ctl.Ready(ctx); err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+// Options configure NewWorker.
+type Options struct {
+	// EOS ids decode to "" (LightLLM's print_eos_token=False).
+	EOS []int
+	Log zerolog.Logger
+}
+
+// Worker decodes the live slots of a region. Run and Pass must be called
+// from one goroutine; Track and Progress from any.
+type Worker struct {
+	region *shm.Region
+	tok    Tokenizer
+	log    zerolog.Logger
+	eos    map[int32]bool
+	self   *shm.RoleState
+	api    *shm.RoleState
+
+	intake   chan ipc.SlotRef
+	slots    map[int]*dslot
+	lastScan time.Time
+	lastIter atomic.Int64
+}
+
+// dslot is a slot being decoded.
+type dslot struct {
+	s           *shm.Slot
+	gen         uint32
+	prompt      int
+	skipSpecial bool
+	stops       []string
+	maxStop     int
+	tail        string // recent text, for stop strings spanning pieces
+}
+
+// NewWorker takes the detokenizer role in region (bumping its epoch).
+func NewWorker(region *shm.Region, tok Tokenizer, o Options) (*Worker, error) {
+	w := &Worker{region: region, tok: tok, log: o.Log, eos: map[int32]bool{},
+		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}}
+	for _, id := range o.EOS {
+		w.eos[int32(id)] = true
+	}
+	var err error
+	if w.self, err = region.Role(shm.RoleDetokenizer); err != nil {
+		return nil, err
+	}
+	if w.api, err = region.Role(shm.RoleAPIServer); err != nil {
+		return nil, err
+	}
+	epoch, err := region.BeginEpoch(shm.RoleDetokenizer)
+	if err != nil {
+		return nil, err
+	}
+	w.lastIter.Store(time.Now().UnixNano())
+	w.scan()
+	w.log.Info().Uint32("epoch", epoch).Int("resumed", len(w.slots)).Msg("detokenizer attached")
+	return w, nil
+}
+
+// Progress is the heartbeat's check.
+func (w *Worker) Progress() error {
+	if age := time.Since(time.Unix(0, w.lastIter.Load())); age > stallLimit {
+		return fmt.Errorf("detokenizer loop stalled for %s", age.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Track asks the loop to decode a slot (a group message arrived).
+func (w *Worker) Track(ref ipc.SlotRef) {
+	select {
+	case w.intake <- ref:
+	default: // the periodic scan finds it
+	}
+	w.self.Bell().Ring()
+}
+
+func (w *Worker) receive(ctx context.Context, pull *ipc.Puller) {
+	for {
+		m, err := pull.Recv(ctx)
+		if errors.Is(err, ipc.ErrClosed) || ctx.Err() != nil {
+			return
+		}
+		g, ok := m.(*ipc.NewGroup)
+		if err != nil || !ok {
+			w.log.Warn().Err(err).Msg("bad group message ignored")
+			continue
+		}
+		for _, ref := range g.Slots {
+			w.Track(ref)
+		}
+	}
+}
+
+// Run decodes until ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	bell := w.self.Bell()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seen := bell.Seq()
+		w.Pass()
+		now := time.Now().UnixNano()
+		w.lastIter.Store(now)
+		w.self.HeartbeatUnixNano.Store(now)
+		bell.Wait(seen, idleWait)
+	}
+}
+
+// Pass takes new slots, decodes every tracked slot as far as it can, and
+// wakes the apiserver if any text was queued.
+func (w *Worker) Pass() {
+	for drained := false; !drained; {
+		select {
+		case ref := <-w.intake:
+			w.track(int(ref.Index), ref.Gen)
+		default:
+			drained = true
+		}
+	}
+	if time.Since(w.lastScan) >= scanEvery {
+		w.scan()
+	}
+	pushed := false
+	for i, d := range w.slots {
+		p, done := w.decode(d)
+		pushed = pushed || p
+		if done {
+			delete(w.slots, i)
+		}
+	}
+	if pushed {
+		w.api.Bell().Ring()
+	}
+}
+
+// Tracked is the number of slots being decoded.
+func (w *Worker) Tracked() int { return len(w.slots) }
+
+// scan tracks every live slot the detokenizer has not finished.
+func (w *Worker) scan() {
+	w.lastScan = time.Now()
+	for i := 0; i < w.region.NumSlots(); i++ {
+		s, err := w.region.Slot(i)
+		if err != nil {
+			return
+		}
+		if st, gen := s.Load(); live(st) && s.DetokDone.Load() == 0 {
+			w.track(i, gen)
+		}
+	}
+}
+
+func live(st shm.State) bool {
+	return st == shm.StateQueued || st == shm.StateRunning || st == shm.StateFinished || st == shm.StateAborted
+}
+
+// track starts decoding slot index at generation gen, resuming from the
+// offsets in the slot.
+func (w *Worker) track(index int, gen uint32) {
+	if d := w.slots[index]; d != nil && d.gen == gen {
+		return
+	}
+	s, err := w.region.Slot(index)
+	if err != nil {
+		return
+	}
+	st, g := s.Load()
+	if g != gen || !live(st) || s.DetokDone.Load() != 0 {
+		return
+	}
+	if err := s.Validate(); err != nil {
+		// A torn slot: the apiserver aborts it; never decode garbage.
+		w.log.Error().Err(err).Int("slot", index).Msg("torn slot not decoded")
+		return
+	}
+	d := &dslot{s: s, gen: gen, prompt: int(s.PromptLen.Load()), skipSpecial: s.Flags.Load()&shm.FlagSkipSpecialTokens != 0}
+	stops, err := pipeline.ReadStops(w.region.Dir(), index, gen)
+	if err != nil {
+		w.log.Warn().Err(err).Int("slot", index).Msg("stop strings unreadable; decoding without them")
+	}
+	d.stops = stops
+	for _, x := range stops {
+		d.maxStop = max(d.maxStop, len(x))
+	}
+	if s.ReadOffset.Load() == 0 { // fresh: LightLLM's initial offsets
+		ds := tokenizer.NewDecodeState(d.prompt)
+		s.PrefixOffset.Store(uint32(ds.PrefixOffset))
+		s.ReadOffset.Store(uint32(ds.ReadOffset))
+	} else if emitted := int(s.EmittedOutLen.Load()); emitted > 0 && len(stops) > 0 {
+		// Resuming: rebuild the recent text a stop string may span.
+		if seq, err := s.Sequence(); err == nil && d.prompt+emitted <= len(seq) {
+			from := max(d.prompt, d.prompt+emitted-(d.maxStop+stopTailSlack))
+			d.tail = w.tok.Decode(seq[from:d.prompt+emitted], d.skipSpecial)
+		}
+	}
+	w.slots[index] = d
+}
+
+// decode queues the pieces of the tokens published since the last pass. It
+// reports whether anything was queued, and done once the slot needs no
+// more work (its last piece is queued, or it was reused).
+func (w *Worker) decode(d *dslot) (pushed, done bool) {
+	s := d.s
+	if st, g := s.Load(); g != d.gen || !live(st) || s.DetokDone.Load() != 0 {
+		return false, true
+	}
+	// candetoken_out_len first: the tokens and the finish fields stored
+	// before it are then visible.
+	cand := int(s.CandetokenOutLen.Load())
+	fs := shm.FinishStatus(s.FinishStatus.Load())
+	last := -2 // index of the final output token; -2: not finished yet
+	if fs != shm.FinishNone {
+		last = int(s.FinishTokenIndex.Load()) - d.prompt
+	}
+	seq, err := s.Sequence()
+	if err != nil || len(seq) < d.prompt+cand {
+		w.log.Error().Err(err).Int("slot", s.Index).Msg("unreadable token array")
+		return false, false
+	}
+	emitted := int(s.EmittedOutLen.Load())
+	for k := emitted; k < cand; k++ {
+		ids := seq[:d.prompt+k+1]
+		tok := ids[len(ids)-1]
+		st := tokenizer.DecodeState{PrefixOffset: int(s.PrefixOffset.Load()), ReadOffset: int(s.ReadOffset.Load())}
+		final := k == last
+		var text string
+		switch {
+		case w.eos[tok] && final:
+			text = w.tok.DecodeFlush(ids[:len(ids)-1], &st, d.skipSpecial)
+		case w.eos[tok]:
+			// LightLLM's print_eos_token=False: EOS adds no text.
+		case final:
+			text = w.tok.DecodeFlush(ids, &st, d.skipSpecial)
+		default:
+			text = w.tok.DecodeIncremental(ids, &st, d.skipSpecial)
+		}
+		tail, matched := d.tail, false
+		if fs != shm.FinishStop {
+			tail, matched = d.matchStop(text)
+		}
+		piece := shm.TextPiece{Text: []byte(text), SrcIndex: uint32(k), Special: w.tok.IsSpecial(tok), Final: final || matched}
+		if limit := shm.MaxTextPiece(w.region.Sizes().TextQueueBytes); len(piece.Text) > limit {
+			piece.Text = piece.Text[:limit]
+		}
+		if err := s.PushText(piece); err != nil {
+			if !errors.Is(err, shm.ErrTextFull) {
+				w.log.Error().Err(err).Int("slot", s.Index).Msg("text queue")
+			}
+			return pushed, false // retried next pass, offsets untouched
+		}
+		pushed = true
+		d.tail = tail
+		if matched {
+			s.StopMatchedIndex.Store(uint32(k))
+			s.StopMatched.Store(1)
+		}
+		s.PrefixOffset.Store(uint32(st.PrefixOffset))
+		s.ReadOffset.Store(uint32(st.ReadOffset))
+		s.EmittedOutLen.Store(uint32(k + 1))
+		if piece.Final {
+			s.DetokDone.Store(1)
+			return true, true
+		}
+	}
+	// Finished with every token already queued but none marked final (an
+	// abort after the last token, or before any): a token-less final piece
+	// with SrcIndex = the number of output tokens.
+	if last != -2 && last < int(s.EmittedOutLen.Load()) {
+		if err := s.PushText(shm.TextPiece{SrcIndex: uint32(s.EmittedOutLen.Load()), Final: true}); err != nil {
+			return pushed, false
+		}
+		s.DetokDone.Store(1)
+		return true, true
+	}
+	return pushed, false
+}
+
+// matchStop returns the recent text with text added (trimmed to what a stop
+// string can still span) and whether a stop string occurs in it.
+func (d *dslot) matchStop(text string) (string, bool) {
+	if len(d.stops) == 0 {
+		return "", false
+	}
+	tail := d.tail + text
+	for _, x := range d.stops {
+		if strings.Contains(tail, x) {
+			return tail, true
+		}
+	}
+	if keep := d.maxStop + stopTailSlack; len(tail) > keep {
+		tail = tail[len(tail)-keep:]
+	}
+	return tail, false
+}

@@ -1,0 +1,51 @@
+// Package ipc carries the instance's small control messages over pure-Go
+// ZeroMQ (github.com/go-zeromq/zmq4 v0.17.0) on ipc:// sockets in the
+// instance's run directory. Bulk data (token ids, text) goes through shm;
+// these messages only announce it. docs/protocol.md lists every message,
+// its sender, receiver and moment.
+//
+// The package exists to work around zmq4's measured faults:
+//   - it never reconnects after the peer restarts: Pusher re-creates and
+//     re-dials its socket on a send error (unlimited retries, backoff), and
+//     Subscriber does the same when its publisher goes away; zmq4's
+//     WithAutomaticReconnect is never used (it deadlocks);
+//   - Recv returns io.EOF on every peer disconnect: Puller counts it and
+//     keeps receiving;
+//   - a socket file left by a killed process blocks Listen: it is removed
+//     before binding, unless a live process still accepts on it;
+//   - a PUSH connected to several peers duplicates every message: every
+//     pipe is 1:1 (one Pusher per destination; many Pushers may feed one
+//     Puller).
+//
+// Channels (DESIGN.md §3): apiserver → router and router → detokenizer are
+// Pusher → Puller; every role → metric is OptionalPusher → Puller (never
+// blocks the sender; drops and counts while metric is down); detokenizer →
+// apiserver wake-ups are Publisher → Subscriber.
+//
+// Example, the apiserver side:
+//
+//	ep, _ := ipc.Endpoint(runDir, ipc.SockRouter)
+//	toRouter, _ := ipc.NewPusher(ep, ipc.Options{Logger: log})
+//	defer toRouter.Close()
+//	err := toRouter.Send(ctx, &ipc.NewGroup{GroupID: gid, Arrival: t0,
+//		Slots: []ipc.SlotRef{{Index: uint32(slot.Index), Gen: gen}}})
+//
+//	wakeEP, _ := ipc.Endpoint(runDir, ipc.SockAPIWake)
+//	wake, _ := ipc.NewSubscriber(wakeEP, ipc.Options{Logger: log})
+//	for {
+//		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+//		wake.Recv(wctx) // a wake-up or a timeout: scan the text queues either way
+//		cancel()
+//	}
+//
+// and the router side:
+//
+//	from, err := ipc.NewPuller(ep, ipc.Options{Logger: log})
+//	for {
+//		m, err := from.Recv(ctx)
+//		if errors.Is(err, ipc.ErrBadMessage) { continue } // logged, skipped
+//		if err != nil { return err }
+//		g := m.(*ipc.NewGroup)
+//		...
+//	}
+package ipc

@@ -1,0 +1,420 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runDir returns a short directory: unix socket paths are limited to 107
+// bytes, and t.TempDir() paths embed the (long) test name.
+func runDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func endpoint(t testing.TB, name string) string {
+	t.Helper()
+	ep, err := Endpoint(runDir(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var fastRetry = Options{MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+
+func group(id uint64) *NewGroup {
+	return &NewGroup{GroupID: id, Arrival: time.Unix(0, int64(id)), Slots: []SlotRef{{Index: uint32(id % 7), Gen: 1}}}
+}
+
+// recvGroups receives n messages and returns their group ids.
+func recvGroups(t *testing.T, ctx context.Context, recv func(context.Context) (Message, error), n int) []uint64 {
+	t.Helper()
+	var ids []uint64
+	for range n {
+		m, err := recv(ctx)
+		if err != nil {
+			t.Fatalf("recv after %v: %v", ids, err)
+		}
+		g, ok := m.(*NewGroup)
+		if !ok {
+			t.Fatalf("got %T, want *NewGroup", m)
+		}
+		ids = append(ids, g.GroupID)
+	}
+	return ids
+}
+
+func seq(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+func equalIDs(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEndpoint(t *testing.T) {
+	if _, err := Endpoint("/tmp/"+strings.Repeat("d", 120), "router.sock"); err == nil {
+		t.Error("accepted a socket path longer than sun_path")
+	}
+	if _, err := Endpoint("/tmp", "a/b"); err == nil {
+		t.Error("accepted a name with a slash")
+	}
+	ep, err := Endpoint("/tmp/run", SockRouter)
+	if err != nil || ep != "ipc:///tmp/run/router.sock" {
+		t.Errorf("Endpoint = %q, %v", ep, err)
+	}
+	if _, err := NewPuller("tcp://127.0.0.1:1", Options{}); err == nil {
+		t.Error("NewPuller accepted a non-ipc endpoint")
+	}
+}
+
+func TestPushPull(t *testing.T) {
+	ep := endpoint(t, "p.sock")
+	pull, err := NewPuller(ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	push, err := NewPusher(ep, fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer push.Close()
+	ctx := testCtx(t)
+	for i := range uint64(100) {
+		if err := push.Send(ctx, group(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := recvGroups(t, ctx, pull.Recv, 100); !equalIDs(got, seq(0, 100)) {
+		t.Fatalf("received %v", got)
+	}
+	if m, ok, err := pull.TryRecv(); ok || err != nil {
+		t.Fatalf("TryRecv on an empty queue: %v %v %v", m, ok, err)
+	}
+}
+
+// TestPusherPeerRestart: the PULL side goes away and comes back (a router
+// restart). Sends made meanwhile block, then arrive at the new peer, in
+// order and without loss.
+func TestPusherPeerRestart(t *testing.T) {
+	ep := endpoint(t, "r.sock")
+	ctx := testCtx(t)
+	push, err := NewPusher(ep, fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer push.Close()
+	for round := range uint64(3) {
+		pull, err := NewPuller(ep, Options{})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		base := round * 100
+		for i := base; i < base+10; i++ {
+			if err := push.Send(ctx, group(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := recvGroups(t, ctx, pull.Recv, 10); !equalIDs(got, seq(base, base+10)) {
+			t.Fatalf("round %d received %v", round, got)
+		}
+		pull.Close()
+	}
+	// Sends while the peer is down wait for it.
+	sent := make(chan error, 1)
+	go func() {
+		for i := uint64(1000); i < 1010; i++ {
+			if err := push.Send(ctx, group(i)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	time.Sleep(50 * time.Millisecond)
+	pull, err := NewPuller(ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	if got := recvGroups(t, ctx, pull.Recv, 10); !equalIDs(got, seq(1000, 1010)) {
+		t.Fatalf("after the outage received %v", got)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if _, reconnects := push.Stats(); reconnects < 3 {
+		t.Fatalf("%d reconnects, want at least 3", reconnects)
+	}
+}
+
+func TestPusherContextAndClose(t *testing.T) {
+	ep := endpoint(t, "none.sock") // nobody listens
+	push, err := NewPusher(ep, fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := push.Send(ctx, &Wake{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send with no peer: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Send ignored its deadline for %v", d)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- push.Send(context.Background(), &Wake{}) }()
+	time.Sleep(30 * time.Millisecond)
+	push.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Send during Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not stop a blocked Send")
+	}
+}
+
+// TestPullerEOF: peers connecting and leaving make zmq4's Recv return
+// io.EOF; the Puller keeps serving the next peers.
+func TestPullerEOF(t *testing.T) {
+	ep := endpoint(t, "eof.sock")
+	pull, err := NewPuller(ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	ctx := testCtx(t)
+	for i := range uint64(5) {
+		push, err := NewPusher(ep, fastRetry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := push.Send(ctx, group(i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := recvGroups(t, ctx, pull.Recv, 1); got[0] != i {
+			t.Fatalf("got %v, want %d", got, i)
+		}
+		push.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, d := pull.Stats(); d < 4; _, d = pull.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("saw %d disconnects, want at least 4", d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStaleSocket(t *testing.T) {
+	dir := runDir(t)
+	path := filepath.Join(dir, "stale.sock")
+	// A socket file whose listener died (as after SIGKILL).
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("stale socket not left behind: %v", err)
+	}
+	pull, err := NewPuller("ipc://"+path, Options{})
+	if err != nil {
+		t.Fatalf("bind over a stale socket: %v", err)
+	}
+	// A live listener is not stolen.
+	if _, err := NewPuller("ipc://"+path, Options{}); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("second bind: %v, want ErrAddrInUse", err)
+	}
+	pull.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("Close left the socket file: %v", err)
+	}
+	// A regular file is never removed.
+	file := filepath.Join(dir, "file.sock")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if _, err := NewPublisher("ipc://"+file, Options{}); err == nil {
+		t.Fatal("bound over a regular file")
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("regular file removed: %v", err)
+	}
+}
+
+// TestOptionalPusher: with the peer down, Send never blocks and counts the
+// drops; once the peer is up, messages flow; a peer restart costs at most
+// the messages sent while it was down.
+func TestOptionalPusher(t *testing.T) {
+	ep := endpoint(t, "metric.sock")
+	opts := fastRetry
+	opts.QueueLen = 8
+	push, err := NewOptionalPusher(ep, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer push.Close()
+	start := time.Now()
+	for range 1000 {
+		push.Send(&Metric{Kind: CounterAdd, Name: "c", Value: 1})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("1000 sends to a dead peer took %v", d)
+	}
+	if _, dropped := push.Stats(); dropped < 900 {
+		t.Fatalf("dropped %d, want most of 1000", dropped)
+	}
+	ctx := testCtx(t)
+	for round := range 2 {
+		pull, err := NewPuller(ep, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Keep sending until a "g" arrives: the pusher redials on its
+		// backoff schedule (and may first deliver what was still queued).
+		got := make(chan Message, 1)
+		go func() {
+			for {
+				m, err := pull.Recv(ctx)
+				if mm, ok := m.(*Metric); err != nil || ok && mm.Name == "g" {
+					got <- m
+					return
+				}
+			}
+		}()
+		deadline := time.After(5 * time.Second)
+	wait:
+		for {
+			push.Send(&Metric{Kind: GaugeSet, Name: "g", Value: float64(round)})
+			select {
+			case m := <-got:
+				if mm, ok := m.(*Metric); !ok || mm.Name != "g" {
+					t.Fatalf("round %d got %#v", round, m)
+				}
+				break wait
+			case <-deadline:
+				t.Fatalf("round %d: nothing arrived", round)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		pull.Close()
+	}
+	if sent, _ := push.Stats(); sent < 2 {
+		t.Fatalf("sent %d", sent)
+	}
+}
+
+// TestPubSubRestart: the subscriber re-dials when the publisher restarts
+// (a detokenizer restart) and receives its wake-ups again.
+func TestPubSubRestart(t *testing.T) {
+	ep := endpoint(t, "wake.sock")
+	sub, err := NewSubscriber(ep, fastRetry) // before the publisher exists
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ctx := testCtx(t)
+	for round := range uint64(3) {
+		pub, err := NewPublisher(ep, Options{})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		// PUB/SUB drops until the subscription is in place: publish until
+		// one arrives.
+		for {
+			if err := pub.Publish(&Wake{Seq: round}); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			m, err := sub.Recv(rctx)
+			cancel()
+			if err == nil {
+				if w, ok := m.(*Wake); !ok || w.Seq != round {
+					t.Fatalf("round %d got %#v", round, m)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("round %d: no wake-up arrived", round)
+			}
+		}
+		// Drain duplicates of this round before restarting.
+		for {
+			if _, ok, _ := sub.TryRecv(); !ok {
+				break
+			}
+		}
+		pub.Close()
+		if err := pub.Publish(&Wake{}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("publish after close: %v", err)
+		}
+	}
+	if _, _, connects := sub.Stats(); connects < 3 {
+		t.Fatalf("%d connects, want 3", connects)
+	}
+}
+
+func TestBadFrameKeepsPuller(t *testing.T) {
+	ep := endpoint(t, "bad.sock")
+	pull, err := NewPuller(ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	ctx := testCtx(t)
+	sock, err := dialPush(ctx, ep, Options{}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	if err := sendOrClose(ctx, sock, []byte{0xee, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendOrClose(ctx, sock, Encode(&Wake{Seq: 9})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pull.Recv(ctx); !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("bad frame: %v", err)
+	}
+	if m, err := pull.Recv(ctx); err != nil || m.(*Wake).Seq != 9 {
+		t.Fatalf("after a bad frame: %#v %v", m, err)
+	}
+	pull.Close()
+	if _, err := pull.Recv(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Recv after Close: %v", err)
+	}
+}

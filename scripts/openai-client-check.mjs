@@ -1,0 +1,218 @@
+#!/usr/bin/env node
+// Drives a running server with the official OpenAI Node client, unchanged,
+// and checks what clients rely on: /v1/models, completions and chat
+// completions (plain and streamed, with usage), n>1 with a seed, stop
+// strings, x-request-id, and that a bad request surfaces as the client's
+// BadRequestError with the offending param.
+//
+// The client is not a dependency of this repository. Install it anywhere:
+//   mkdir -p /tmp/oai && (cd /tmp/oai && npm install openai)
+//   OPENAI_NODE_DIR=/tmp/oai node scripts/openai-client-check.mjs --base-url http://127.0.0.1:8000/v1
+// Flags: --base-url URL (or env OPENAI_BASE_URL), --require-chat (fail instead
+// of skipping chat when the model has no chat template).
+// Exit status 0 when every check passed; each check prints "ok" or "FAIL".
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+};
+const baseURL = opt('--base-url', process.env.OPENAI_BASE_URL || 'http://127.0.0.1:8000/v1');
+const requireChat = flag('--require-chat');
+
+async function loadOpenAI() {
+  const dir = process.env.OPENAI_NODE_DIR;
+  if (dir) {
+    const req = createRequire(path.join(path.resolve(dir), 'package.json'));
+    const mod = await import(pathToFileURL(req.resolve('openai')).href);
+    return mod.default ?? mod.OpenAI;
+  }
+  const mod = await import('openai');
+  return mod.default ?? mod.OpenAI;
+}
+
+const OpenAI = await loadOpenAI();
+const client = new OpenAI({ baseURL, apiKey: process.env.OPENAI_API_KEY || 'EMPTY', maxRetries: 0, timeout: 60_000 });
+
+let failures = 0;
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+async function check(name, fn) {
+  try {
+    const note = await fn();
+    console.log(`ok   ${name}${note ? ` (${note})` : ''}`);
+  } catch (err) {
+    failures++;
+    console.log(`FAIL ${name}: ${err?.stack || err}`);
+  }
+}
+function checkUsage(u, what) {
+  assert(u && Number.isInteger(u.prompt_tokens) && u.prompt_tokens > 0, `${what}: usage.prompt_tokens ${JSON.stringify(u)}`);
+  assert(Number.isInteger(u.completion_tokens) && u.completion_tokens > 0, `${what}: usage.completion_tokens`);
+  assert(u.total_tokens === u.prompt_tokens + u.completion_tokens, `${what}: usage.total_tokens`);
+  assert(Number.isInteger(u.prompt_tokens_details?.cached_tokens), `${what}: usage.prompt_tokens_details.cached_tokens`);
+}
+
+let model = '';
+let greedy = '';
+const prompt = 'Once upon a time';
+
+await check('models.list', async () => {
+  const page = await client.models.list();
+  assert(page.data.length >= 1 && page.data[0].id, `no model in ${JSON.stringify(page.data)}`);
+  model = page.data[0].id;
+  return model;
+});
+
+await check('completions.create', async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 24, temperature: 0 });
+  assert(r.object === 'text_completion' && r.choices.length === 1, `shape ${JSON.stringify(r)}`);
+  greedy = r.choices[0].text;
+  assert(typeof greedy === 'string' && greedy.length > 0, 'empty text');
+  assert(['stop', 'length'].includes(r.choices[0].finish_reason), `finish_reason ${r.choices[0].finish_reason}`);
+  checkUsage(r.usage, 'completion');
+  return JSON.stringify(greedy.slice(0, 40));
+});
+
+await check('completions.create stream + include_usage', async () => {
+  const stream = await client.completions.create({
+    model, prompt, max_tokens: 24, temperature: 0, stream: true, stream_options: { include_usage: true },
+  });
+  let text = '';
+  let usage = null;
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      text += c.text;
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert(text === greedy, `streamed ${JSON.stringify(text)} != ${JSON.stringify(greedy)}`);
+  assert(finish, 'no finish_reason');
+  checkUsage(usage, 'stream usage chunk');
+});
+
+await check('completions n=3 with seed is reproducible', async () => {
+  const req = { model, prompt, max_tokens: 16, temperature: 1, n: 3, seed: 1234 };
+  const a = (await client.completions.create(req)).choices.map((c) => c.text);
+  const b = (await client.completions.create(req)).choices.map((c) => c.text);
+  assert(a.length === 3, `${a.length} choices`);
+  assert(JSON.stringify(a) === JSON.stringify(b), `same seed differs:\n${JSON.stringify(a)}\n${JSON.stringify(b)}`);
+  assert(new Set(a).size > 1, `n=3 all identical: ${JSON.stringify(a)}`);
+});
+
+await check('completions stop string excluded', async () => {
+  const words = greedy.split(' ').filter((w) => w.length >= 2);
+  assert(words.length >= 3, `greedy text too short to pick a stop: ${JSON.stringify(greedy)}`);
+  const stop = words[2];
+  const r = await client.completions.create({ model, prompt, max_tokens: 24, temperature: 0, stop: [stop] });
+  const want = greedy.slice(0, greedy.indexOf(stop));
+  assert(r.choices[0].text === want, `stop ${JSON.stringify(stop)}: got ${JSON.stringify(r.choices[0].text)}, want ${JSON.stringify(want)}`);
+  assert(r.choices[0].finish_reason === 'stop', `finish_reason ${r.choices[0].finish_reason}`);
+  return JSON.stringify(stop);
+});
+
+await check('x-request-id honoured and echoed', async () => {
+  const { data, response } = await client.completions
+    .create({ model, prompt, max_tokens: 2 }, { headers: { 'x-request-id': 'node-check-1' } })
+    .withResponse();
+  assert(response.headers.get('x-request-id') === 'node-check-1', `header ${response.headers.get('x-request-id')}`);
+  assert(data.id === 'cmpl-node-check-1', `id ${data.id}`);
+});
+
+await check('bad request is a BadRequestError naming the param', async () => {
+  try {
+    await client.completions.create({ model, prompt, temperature: -1 });
+  } catch (err) {
+    assert(err instanceof OpenAI.BadRequestError, `got ${err?.constructor?.name}: ${err}`);
+    assert(err.status === 400 && err.param === 'temperature', `status ${err.status} param ${err.param}`);
+    assert(typeof err.message === 'string' && err.message.includes('temperature'), `message ${err.message}`);
+    return err.code;
+  }
+  throw new Error('no error for temperature -1');
+});
+
+await check('stream aborted by the client', async () => {
+  const ac = new AbortController();
+  const stream = await client.completions.create(
+    { model, prompt, max_tokens: 200, temperature: 0, stream: true }, { signal: ac.signal });
+  let n = 0;
+  try {
+    for await (const _ of stream) {
+      if (++n === 2) ac.abort();
+    }
+  } catch (err) {
+    assert(err instanceof OpenAI.APIUserAbortError || err?.name === 'AbortError', `abort surfaced as ${err}`);
+  }
+  const r = await client.completions.create({ model, prompt, max_tokens: 2 });
+  assert(r.choices.length === 1, 'server unusable after an aborted stream');
+});
+
+// Chat needs a chat template; a model without one answers a clean 400.
+let chatAvailable = true;
+await check('chat.completions.create', async () => {
+  let r;
+  try {
+    r = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 24, temperature: 0,
+    });
+  } catch (err) {
+    if (!requireChat && err instanceof OpenAI.BadRequestError && err.code === 'no_chat_template') {
+      chatAvailable = false;
+      return 'skipped: the model has no chat template (400 no_chat_template, as expected)';
+    }
+    throw err;
+  }
+  assert(r.object === 'chat.completion' && r.choices[0].message.role === 'assistant', `shape ${JSON.stringify(r)}`);
+  assert(typeof r.choices[0].message.content === 'string', 'content');
+  checkUsage(r.usage, 'chat');
+  greedy = r.choices[0].message.content;
+});
+
+if (chatAvailable) {
+  await check('chat.completions.create stream + include_usage', async () => {
+    const stream = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 24, temperature: 0,
+      stream: true, stream_options: { include_usage: true },
+    });
+    let text = '';
+    let first = true;
+    let finish = null;
+    let usage = null;
+    for await (const chunk of stream) {
+      assert(chunk.object === 'chat.completion.chunk', `object ${chunk.object}`);
+      for (const c of chunk.choices) {
+        if (first) {
+          assert(c.delta.role === 'assistant', `first delta ${JSON.stringify(c.delta)}`);
+          first = false;
+        }
+        text += c.delta.content ?? '';
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert(text === greedy, `streamed ${JSON.stringify(text)} != ${JSON.stringify(greedy)}`);
+    assert(finish, 'no finish_reason');
+    checkUsage(usage, 'chat usage chunk');
+  });
+
+  await check('chat empty messages is a BadRequestError', async () => {
+    try {
+      await client.chat.completions.create({ model, messages: [] });
+    } catch (err) {
+      assert(err instanceof OpenAI.BadRequestError && err.param === 'messages', `got ${err}`);
+      return;
+    }
+    throw new Error('empty messages accepted');
+  });
+}
+
+console.log(failures === 0 ? 'all checks passed' : `${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);
