@@ -498,7 +498,11 @@ func (rr *role) checkDetokRestart() {
 	if ep == rr.detokEpoch {
 		return
 	}
+	first := rr.detokEpoch == 0
 	rr.detokEpoch = ep
+	if first && len(rr.entries) == 0 {
+		return // the detokenizer's first start, with nothing to tell it
+	}
 	sent := map[*ipc.NewGroup]bool{}
 	for _, e := range rr.entries {
 		if e.msg != nil && !sent[e.msg] {
