@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/hub"
 	"github.com/lightllm-go/lightllm/pkg/supervisor"
 )
 
@@ -29,7 +32,21 @@ Ctrl-C stops everything in order and removes the instance's shm files and socket
 		}
 		return supervisor.Launch(cmd.Context(), flags, supervisor.LaunchOptions{
 			PrepareOnly: *prepare, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+			Resolve: hubResolveOptions(cmd.Context(), cmd.ErrOrStderr()),
 		})
 	}
 	return cmd
+}
+
+// hubResolveOptions lets --model_dir name a Hugging Face Hub model (and an
+// empty --model_dir mean hub.DefaultModel): the launcher downloads it once
+// into the shared HF cache, and the roles read the resolved local path from
+// the saved configuration.
+func hubResolveOptions(ctx context.Context, progress io.Writer) config.ResolveOptions {
+	return config.ResolveOptions{
+		DefaultModel: func() (string, error) { return hub.DefaultModel, nil },
+		ResolveModel: func(spec string) (string, error) {
+			return hub.Resolve(ctx, spec, hub.Options{Progress: hub.NewReporter(progress, hub.ReporterOptions{})})
+		},
+	}
 }

@@ -34,6 +34,10 @@ type ResolveOptions struct {
 	FreePort func(host string) (int, error)
 	// DefaultModel is consulted when --model_dir is empty. nil: DefaultModel.
 	DefaultModel func() (string, error)
+	// ResolveModel turns a model spec that is not a local path (a Hugging
+	// Face Hub id such as org/name[@rev][:file.gguf]) into a local path,
+	// downloading it when needed. nil: model_dir must be a local path.
+	ResolveModel func(spec string) (string, error)
 }
 
 // Resolve returns a copy of in with every derived default computed, as
@@ -68,6 +72,13 @@ func Resolve(in *Config, opts ResolveOptions) (*Config, error) {
 		dir, err := dm()
 		if err != nil {
 			return nil, err
+		}
+		c.ModelDir = dir
+	}
+	if opts.ResolveModel != nil && !exists(c.ModelDir) {
+		dir, err := opts.ResolveModel(c.ModelDir)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", c.ModelDir, err)
 		}
 		c.ModelDir = dir
 	}

@@ -144,6 +144,19 @@ func (l *libs) loadCublas() error {
 }
 
 func (l *libs) loadNVRTC() error {
+	// NVRTC dlopens its builtins library by name at compile time; loading
+	// it first from the toolkit directories makes that work when they are
+	// not on the loader's path.
+	for _, p := range libCandidates([]string{"libnvrtc-builtins.so.*"}) {
+		if m, _ := filepath.Glob(p); len(m) > 0 {
+			for _, f := range m {
+				cs := C.CString(f)
+				C.lib_open(cs)
+				C.free(unsafe.Pointer(cs))
+			}
+			break
+		}
+	}
 	h, path, err := openLib("NVRTC", nvrtcNames())
 	if err != nil {
 		return err

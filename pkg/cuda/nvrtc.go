@@ -60,7 +60,7 @@ func (l *libs) compileKernels(cc int, cacheDir string) (*kernelImage, error) {
 		arch, cubin = fmt.Sprintf("compute_%d", cc), false
 	}
 	img := &kernelImage{arch: arch, nvrtc: l.nvrtcVersion()}
-	opts := []string{"--gpu-arch=" + arch}
+	opts := []string{"--gpu-architecture=" + arch}
 	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%v\x00", kernelSource, img.nvrtc, opts)))
 	var cachePath string
 	if cacheDir != "" {

@@ -112,19 +112,29 @@ func (p *plan) build(b *model.Batch, vocab, kvSlots, group int) error {
 // kargs packs kernel arguments for cuLaunchKernel: one 64-bit word per
 // parameter, the value in its low bytes (little-endian), so the driver,
 // which reads each parameter's own size from its word, sees the right bits
-// for pointers, 64-bit and 32-bit parameters alike.
-type kargs struct{ v []uint64 }
+// for pointers, 64-bit and 32-bit parameters alike. types records each
+// parameter's kind ('p' pointer, 'l' long long, 'i' int, 'f' float), checked
+// against the kernel's signature in kernels.cu.
+type kargs struct {
+	v     []uint64
+	types []byte
+}
 
-func (a *kargs) reset() *kargs { a.v = a.v[:0]; return a }
+func (a *kargs) reset() *kargs { a.v, a.types = a.v[:0], a.types[:0]; return a }
+
+func (a *kargs) add(v uint64, t byte) *kargs {
+	a.v, a.types = append(a.v, v), append(a.types, t)
+	return a
+}
 
 // ptr adds a device pointer (0 is a null pointer).
-func (a *kargs) ptr(p uint64) *kargs { a.v = append(a.v, p); return a }
+func (a *kargs) ptr(p uint64) *kargs { return a.add(p, 'p') }
 
 // i32 adds an int parameter.
-func (a *kargs) i32(x int) *kargs { a.v = append(a.v, uint64(uint32(int32(x)))); return a }
+func (a *kargs) i32(x int) *kargs { return a.add(uint64(uint32(int32(x))), 'i') }
 
 // i64 adds a long long parameter.
-func (a *kargs) i64(x int64) *kargs { a.v = append(a.v, uint64(x)); return a }
+func (a *kargs) i64(x int64) *kargs { return a.add(uint64(x), 'l') }
 
 // f32 adds a float parameter.
-func (a *kargs) f32(x float32) *kargs { a.v = append(a.v, uint64(math.Float32bits(x))); return a }
+func (a *kargs) f32(x float32) *kargs { return a.add(uint64(math.Float32bits(x)), 'f') }

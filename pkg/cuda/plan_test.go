@@ -117,8 +117,8 @@ func TestKargs(t *testing.T) {
 	var a kargs
 	a.reset().ptr(0xdeadbeef12345678).i32(-2).i64(-3).f32(1.5).ptr(0)
 	want := []uint64{0xdeadbeef12345678, 0xfffffffe, 0xfffffffffffffffd, uint64(math.Float32bits(1.5)), 0}
-	if !slices.Equal(a.v, want) {
-		t.Fatalf("packed %x, want %x", a.v, want)
+	if !slices.Equal(a.v, want) || string(a.types) != "pilfp" {
+		t.Fatalf("packed %x (%s), want %x (pilfp)", a.v, a.types, want)
 	}
 	if a.reset(); len(a.v) != 0 {
 		t.Fatal("reset kept arguments")

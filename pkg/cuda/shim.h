@@ -169,7 +169,10 @@ static inline CUresult d_total(cudaLib* L, size_t* v, CUdevice d) { return L->cu
 static inline CUresult d_retain(cudaLib* L, CUcontext* c, CUdevice d) { return L->cuDevicePrimaryCtxRetain(c, d); }
 static inline CUresult d_release(cudaLib* L, CUdevice d) { return L->cuDevicePrimaryCtxRelease(d); }
 static inline CUresult d_set_ctx(cudaLib* L, CUcontext c) { return L->cuCtxSetCurrent(c); }
-static inline CUresult d_stream(cudaLib* L, CUstream* s) { return L->cuStreamCreate(s, 1); } // CU_STREAM_NON_BLOCKING
+// CU_STREAM_DEFAULT (0): a blocking stream, so the synchronous memset and
+// copies (issued to the legacy stream: weight uploads, KV zeroing) are
+// ordered before the kernels that follow them on this stream.
+static inline CUresult d_stream(cudaLib* L, CUstream* s) { return L->cuStreamCreate(s, 0); }
 static inline CUresult d_stream_destroy(cudaLib* L, CUstream s) { return L->cuStreamDestroy(s); }
 static inline CUresult d_sync(cudaLib* L, CUstream s) { return L->cuStreamSynchronize(s); }
 static inline CUresult d_alloc(cudaLib* L, CUdeviceptr* p, size_t n) { return L->cuMemAlloc(p, n); }

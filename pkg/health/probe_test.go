@@ -32,7 +32,12 @@ func TestHTTPProbe(t *testing.T) {
 			io.WriteString(w, body)
 		}
 	}
-	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	// An engine that accepted the request and never answers. The body must
+	// be read for the server to notice the client hanging up.
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	})
 	tests := map[string]struct {
 		h      http.Handler
 		target string // "" = success

@@ -34,8 +34,10 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	defer region.Close()
 
-	mc := metrics.NewClient(metrics.ClientOptions{Role: config.RoleHealth,
-		Endpoint: metrics.Endpoint(cfg.SocketPath(config.RoleMetric)), Log: log})
+	mc, err := metrics.NewClientFor(cfg, config.RoleHealth, log)
+	if err != nil {
+		return fmt.Errorf("health role: %w", err)
+	}
 	defer mc.Close()
 
 	m := NewMonitor(cfg, log)
@@ -70,7 +72,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 
 	sock := cfg.SocketPath(config.RoleHealth)
-	if err := metrics.RemoveStaleSocket(sock); err != nil {
+	if err := removeStaleSocket(sock); err != nil {
 		return fmt.Errorf("health role: %w", err)
 	}
 	ln, err := net.Listen("unix", sock)

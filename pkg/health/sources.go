@@ -3,6 +3,8 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -96,6 +98,26 @@ func GPUCheck(dev gpu.Device) func(inferPid int) (GPUReading, error) {
 		}
 		return GPUReading{Readings: r, Problems: gpu.Check(r, gpu.Expect{InferPid: inferPid, PidVisible: PidAlive})}, nil
 	}
+}
+
+// removeStaleSocket deletes a unix socket file nobody listens on (one a
+// killed health role left behind); a live listener is an error.
+func removeStaleSocket(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%s: another process is listening there", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("probe stale socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeFileAtomic replaces path with data (write to a temp file, rename).

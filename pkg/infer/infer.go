@@ -194,7 +194,8 @@ func (w *Worker) resume() int {
 	return len(all)
 }
 
-// Run loops until ctx ends: commands, shm flags, one engine step, publish.
+// Run loops until ctx ends: commands, shm flags, one engine step, publish;
+// it sleeps on the command ring's doorbell while there is nothing to run.
 func (w *Worker) Run(ctx context.Context) error {
 	bell := w.ring.DataBell()
 	for {
@@ -202,24 +203,37 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 		seen := bell.Seq()
-		w.commands()
-		w.flags()
-		busy := w.ex.HasWork()
-		if busy {
-			if err := w.step(); err != nil {
-				return err
-			}
+		busy, err := w.Iterate()
+		if err != nil {
+			return err
 		}
-		w.publishLoad()
-		w.wake()
-		now := time.Now().UnixNano()
-		w.lastIter.Store(now)
-		w.self.HeartbeatUnixNano.Store(now)
 		if !busy {
-			w.region.Load().LastProgressUnixNano.Store(now) // idle counts as healthy
 			bell.Wait(seen, idleWait)
 		}
 	}
+}
+
+// Iterate is one loop iteration without waiting: it consumes the commands,
+// polls the shm flags, runs one engine step if there is work, and
+// publishes. busy reports whether a step ran.
+func (w *Worker) Iterate() (busy bool, err error) {
+	w.commands()
+	w.flags()
+	busy = w.ex.HasWork()
+	if busy {
+		if err := w.step(); err != nil {
+			return true, err
+		}
+	}
+	w.publishLoad()
+	w.wake()
+	now := time.Now().UnixNano()
+	w.lastIter.Store(now)
+	w.self.HeartbeatUnixNano.Store(now)
+	if !busy {
+		w.region.Load().LastProgressUnixNano.Store(now) // idle counts as healthy
+	}
+	return busy, nil
 }
 
 // commands consumes the ring in order.

@@ -2,233 +2,151 @@ package metrics
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 // ClientOptions configure NewClient.
 type ClientOptions struct {
-	// Role is the sending role's name, the role label of EventsDropped.
+	// Role is the sending role's name: the role label of EventsDropped.
 	Role string
-	// Endpoint is the metric role's PULL endpoint, Endpoint(cfg.SocketPath("metric")).
+	// Endpoint is the metric role's PULL endpoint (see EndpointFor).
 	Endpoint string
-	// QueueSize bounds the events waiting to be sent; past it events are
+	// QueueLen bounds the events waiting to be sent; past it events are
 	// dropped and counted. Default 4096, as LightLLM's MetricClient.
-	QueueSize int
-	// SendTimeout bounds one send (default 250 ms).
-	SendTimeout time.Duration
-	// RetryMin and RetryMax bound the reconnect backoff (defaults 100 ms, 5 s).
-	RetryMin, RetryMax time.Duration
-	// Dial connects to the metric role; default DialZMQ. Tests swap it.
-	Dial DialFunc
-	Log  zerolog.Logger
+	QueueLen int
+	// ReportEvery is how often the client reports its drop count to the
+	// metric role (default 5 s).
+	ReportEvery time.Duration
+	Log         zerolog.Logger
 }
 
-// Client sends metric events to the metric role. Its methods never block
-// and never fail: an event is queued, or dropped and counted when the queue
-// is full (the metric role is down or slow). A nil *Client is valid and
+// Client sends metric events to the metric role over an ipc.OptionalPusher.
+// Its methods never block and never fail: an event is queued, or dropped
+// and counted when the queue is full (the metric role is down or slow), so
+// losing the metric role never slows serving. A nil *Client is valid and
 // does nothing, so code can be written for "metrics off" without branches.
-// One goroutine per Client drains the queue, batching everything queued
-// into one message.
 type Client struct {
-	o       ClientOptions
-	ch      chan Event
-	stop    chan struct{}
-	done    chan struct{}
-	closing sync.Once
-	closed  atomic.Bool
+	role   string
+	p      *ipc.OptionalPusher
+	labels map[string]string // metric name → its extra label's name
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
 
-	sent       atomic.Uint64 // events handed to a successful Send
-	dropped    atomic.Uint64 // events never sent (queue full, send failed)
-	unreported atomic.Uint64 // dropped events not yet reported to the metric role
+// EndpointFor is the metric role's endpoint in cfg's run directory.
+func EndpointFor(cfg *config.Config) (string, error) {
+	return ipc.Endpoint(cfg.RunDir, ipc.SockMetric)
+}
+
+// NewClientFor returns the client a role of cfg's instance uses.
+func NewClientFor(cfg *config.Config, role string, log zerolog.Logger) (*Client, error) {
+	ep, err := EndpointFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(ClientOptions{Role: role, Endpoint: ep, Log: log})
 }
 
 // NewClient starts a client; Close stops it.
-func NewClient(o ClientOptions) *Client {
-	if o.QueueSize <= 0 {
-		o.QueueSize = 4096
+func NewClient(o ClientOptions) (*Client, error) {
+	if o.QueueLen <= 0 {
+		o.QueueLen = 4096
 	}
-	if o.SendTimeout <= 0 {
-		o.SendTimeout = 250 * time.Millisecond
+	if o.ReportEvery <= 0 {
+		o.ReportEvery = 5 * time.Second
 	}
-	if o.RetryMin <= 0 {
-		o.RetryMin = 100 * time.Millisecond
+	p, err := ipc.NewOptionalPusher(o.Endpoint, ipc.Options{Logger: o.Log, QueueLen: o.QueueLen})
+	if err != nil {
+		return nil, err
 	}
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = max(5*time.Second, o.RetryMin)
+	c := &Client{role: o.Role, p: p, labels: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, d := range defs() {
+		if d.label != "" {
+			c.labels[d.name] = d.label
+		}
 	}
-	if o.Dial == nil {
-		o.Dial = DialZMQ
-	}
-	c := &Client{o: o, ch: make(chan Event, o.QueueSize), stop: make(chan struct{}), done: make(chan struct{})}
-	go c.loop()
-	return c
+	go c.reportDrops(o.ReportEvery)
+	return c, nil
 }
 
 // Counter adds v (≥ 0) to a counter.
-func (c *Client) Counter(name string, v float64) { c.send(Event{KindCounter, name, "", v}) }
+func (c *Client) Counter(name string, v float64) { c.send(ipc.CounterAdd, name, "", v) }
 
-// CounterLabel adds v to a counter with an extra label (method, role).
-func (c *Client) CounterLabel(name, label string, v float64) {
-	c.send(Event{KindCounter, name, label, v})
-}
+// CounterLabel adds v to a counter that has an extra label (method, role),
+// whose value is label.
+func (c *Client) CounterLabel(name, label string, v float64) { c.send(ipc.CounterAdd, name, label, v) }
 
 // Gauge sets a gauge.
-func (c *Client) Gauge(name string, v float64) { c.send(Event{KindGauge, name, "", v}) }
+func (c *Client) Gauge(name string, v float64) { c.send(ipc.GaugeSet, name, "", v) }
 
 // Observe records one histogram observation.
-func (c *Client) Observe(name string, v float64) { c.send(Event{KindHistogram, name, "", v}) }
+func (c *Client) Observe(name string, v float64) { c.send(ipc.HistogramObserve, name, "", v) }
 
 // ObserveLabel records one observation of a histogram with an extra label.
 func (c *Client) ObserveLabel(name, label string, v float64) {
-	c.send(Event{KindHistogram, name, label, v})
+	c.send(ipc.HistogramObserve, name, label, v)
 }
 
 // ObserveDuration records d in seconds, the unit of every duration histogram.
 func (c *Client) ObserveDuration(name string, d time.Duration) { c.Observe(name, d.Seconds()) }
 
-// Sent is the number of events sent so far.
-func (c *Client) Sent() uint64 {
+// Stats reports the events queued for sending and those dropped so far.
+func (c *Client) Stats() (sent, dropped uint64) {
 	if c == nil {
-		return 0
+		return 0, 0
 	}
-	return c.sent.Load()
+	return c.p.Stats()
 }
 
-// Dropped is the number of events dropped so far.
-func (c *Client) Dropped() uint64 {
-	if c == nil {
-		return 0
-	}
-	return c.dropped.Load()
-}
-
-func (c *Client) send(e Event) {
+func (c *Client) send(kind ipc.MetricKind, name, label string, v float64) {
 	if c == nil {
 		return
 	}
-	if c.closed.Load() {
-		c.drop(1)
-		return
+	m := &ipc.Metric{Kind: kind, Name: name, Value: v}
+	if label != "" {
+		ln := c.labels[name]
+		if ln == "" {
+			ln = "label" // the metric has no extra label: the metric role rejects and counts it
+		}
+		m.Labels = []ipc.Label{{Name: ln, Value: label}}
 	}
-	select {
-	case c.ch <- e:
-	default:
-		c.drop(1)
+	c.p.Send(m)
+}
+
+// reportDrops sends this process's drop count as a gauge. A gauge, not a
+// counter increment, so that a report that is itself dropped is corrected
+// by the next one, and a restarted metric role learns the count again.
+func (c *Client) reportDrops(every time.Duration) {
+	defer close(c.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		if _, dropped := c.p.Stats(); dropped > 0 && c.role != "" {
+			c.p.Send(&ipc.Metric{Kind: ipc.GaugeSet, Name: EventsDropped,
+				Labels: []ipc.Label{{Name: "role", Value: c.role}}, Value: float64(dropped)})
+		}
 	}
 }
 
-func (c *Client) drop(n int) {
-	c.dropped.Add(uint64(n))
-	c.unreported.Add(uint64(n))
-}
-
-// Close stops the client. Events still queued are sent if the metric role
-// answers within SendTimeout, and dropped otherwise; events sent after
-// Close are dropped.
+// Close stops the client; events still queued are dropped.
 func (c *Client) Close() {
 	if c == nil {
 		return
 	}
-	c.closing.Do(func() {
-		c.closed.Store(true)
+	c.once.Do(func() {
 		close(c.stop)
+		<-c.done
+		c.p.Close()
 	})
-	<-c.done
-}
-
-// loop owns the connection: it batches queued events, sends them, and
-// reconnects with backoff after a failure. While the metric role is down
-// every batch is dropped (after at most one SendTimeout), so the queue keeps
-// draining and producers never wait.
-func (c *Client) loop() {
-	defer close(c.done)
-	var (
-		conn     Pusher
-		nextDial time.Time
-		backoff  = c.o.RetryMin
-		batch    = make([]Event, 0, MaxBatch)
-		buf      []byte
-		lastWarn time.Time
-	)
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	fail := func(err error, n int) {
-		c.drop(n)
-		if conn != nil {
-			conn.Close()
-			conn = nil
-		}
-		nextDial = time.Now().Add(backoff)
-		backoff = min(2*backoff, c.o.RetryMax)
-		if time.Since(lastWarn) > time.Minute {
-			lastWarn = time.Now()
-			c.o.Log.Warn().Err(err).Str("endpoint", c.o.Endpoint).Uint64("dropped", c.dropped.Load()).
-				Msg("metric role unreachable; dropping metric events")
-		}
-	}
-	var flushBy time.Time // set once stopping: the end of the final flush
-	for {
-		batch = batch[:0]
-		if flushBy.IsZero() {
-			select {
-			case e := <-c.ch:
-				batch = append(batch, e)
-			case <-c.stop:
-				flushBy = time.Now().Add(c.o.SendTimeout)
-			}
-		}
-	drain:
-		for len(batch) < MaxBatch-1 { // room for the dropped-count event
-			select {
-			case e := <-c.ch:
-				batch = append(batch, e)
-			default:
-				break drain
-			}
-		}
-		if !flushBy.IsZero() && (len(batch) == 0 || time.Now().After(flushBy)) {
-			c.drop(len(batch))
-			for len(c.ch) > 0 {
-				<-c.ch
-				c.drop(1)
-			}
-			return
-		}
-		if len(batch) > 0 {
-			if conn == nil && !time.Now().Before(nextDial) {
-				var err error
-				if conn, err = c.o.Dial(c.o.Endpoint, c.o.SendTimeout); err != nil {
-					conn = nil
-					fail(err, 0)
-				}
-			}
-			if conn == nil {
-				c.drop(len(batch))
-			} else {
-				n := len(batch)
-				report := c.unreported.Load()
-				if report > 0 {
-					batch = append(batch, Event{KindCounter, EventsDropped, c.o.Role, float64(report)})
-				}
-				var err error
-				if buf, err = AppendBatch(buf[:0], batch); err != nil {
-					// A bad name from the caller: drop this batch, keep the connection.
-					c.drop(n)
-					c.o.Log.Error().Err(err).Msg("metric event")
-				} else if err = conn.Send(buf); err != nil {
-					fail(err, n)
-				} else {
-					c.sent.Add(uint64(n))
-					c.unreported.Add(^(report - 1)) // subtract what was reported
-					backoff = c.o.RetryMin
-				}
-			}
-		}
-	}
 }

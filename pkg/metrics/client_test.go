@@ -1,14 +1,13 @@
 package metrics
 
 import (
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 // sendLoop calls Counter n times and returns the total and the slowest call.
@@ -24,14 +23,23 @@ func sendLoop(c *Client, n int) (total, slowest time.Duration) {
 	return time.Since(start), slowest
 }
 
+func newTestClient(t *testing.T, endpoint, role string) *Client {
+	t.Helper()
+	c, err := NewClient(ClientOptions{Role: role, Endpoint: endpoint, QueueLen: 1024,
+		ReportEvery: 20 * time.Millisecond, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // Losing the metric role must not slow the caller, and metrics must flow
 // again once it is back (issue 6).
 func TestClientSurvivesMetricRoleRestart(t *testing.T) {
 	cfg := testConfig(t)
 	s1, stop1 := startServer(t, cfg, Options{})
-	c := NewClient(ClientOptions{Role: config.RoleAPIServer, Endpoint: s1.Endpoint(), QueueSize: 1024,
-		RetryMin: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, Log: zerolog.Nop()})
-	defer c.Close()
+	c := newTestClient(t, s1.Endpoint(), config.RoleAPIServer)
 	model := map[string]string{"model_name": "stories"}
 
 	c.Counter(RequestCount, 1)
@@ -43,32 +51,38 @@ func TestClientSurvivesMetricRoleRestart(t *testing.T) {
 
 	const n = 200000
 	total, slowest := sendLoop(c, n)
-	t.Logf("metric role down: %d sends in %v (%.0f ns each), slowest %v, dropped %d", n, total, float64(total.Nanoseconds())/n, slowest, c.Dropped())
+	_, dropped := c.Stats()
+	t.Logf("metric role down: %d sends in %v (%.0f ns each), slowest %v, dropped %d",
+		n, total, float64(total.Nanoseconds())/n, slowest, dropped)
 	if per := total / n; per > 20*time.Microsecond {
 		t.Errorf("a send costs %v with the metric role down", per)
 	}
 	if slowest > 100*time.Millisecond {
 		t.Errorf("slowest send took %v with the metric role down", slowest)
 	}
-	if c.Dropped() == 0 {
+	if dropped == 0 {
 		t.Error("nothing was dropped although the metric role was down")
 	}
 
 	s2, _ := startServer(t, cfg, Options{})
 	url := "http://" + s2.Addr() + "/metrics"
-	eventually(t, "events flowing after the restart", func() bool {
+	eventually(t, "events and the drop count flowing after the restart", func() bool {
 		c.Counter(RequestCount, 1)
 		mfs := scrape(t, url)
 		got := series(mfs, "lightllm_request_count_total", model)
-		drops := series(mfs, "lightllm_metric_events_dropped_total", map[string]string{"role": "apiserver"})
-		return got != nil && got.GetCounter().GetValue() > 0 && drops != nil && drops.GetCounter().GetValue() > 0
+		drops := series(mfs, EventsDropped, map[string]string{"role": "apiserver"})
+		return got != nil && got.GetCounter().GetValue() > 0 && drops != nil && drops.GetGauge().GetValue() > 0
 	})
 }
 
 // A client whose metric role never existed costs nothing either, and Close
 // returns promptly.
 func TestClientWithoutMetricRole(t *testing.T) {
-	c := NewClient(ClientOptions{Role: "router", Endpoint: Endpoint(t.TempDir() + "/metric.sock"), Log: zerolog.Nop()})
+	ep, err := ipc.Endpoint(t.TempDir(), ipc.SockMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, ep, "router")
 	total, slowest := sendLoop(c, 100000)
 	if total > time.Second || slowest > 100*time.Millisecond {
 		t.Errorf("sends with no metric role: total %v, slowest %v", total, slowest)
@@ -78,45 +92,27 @@ func TestClientWithoutMetricRole(t *testing.T) {
 	if d := time.Since(t0); d > 2*time.Second {
 		t.Errorf("Close took %v", d)
 	}
-	if c.Sent() != 0 || c.Dropped() != 100000 {
-		t.Errorf("sent %d dropped %d, want 0 and 100000", c.Sent(), c.Dropped())
+	if sent, dropped := c.Stats(); sent != 0 || dropped < 100000-1024 {
+		t.Errorf("sent %d dropped %d with no metric role", sent, dropped)
 	}
 	c.Close() // idempotent
 }
 
-// blockingPusher is a test double whose Send blocks until released: a
-// metric role that accepted the connection and then stopped reading.
-type blockingPusher struct {
-	release chan struct{}
-	once    sync.Once
-}
-
-func (p *blockingPusher) Send([]byte) error { <-p.release; return errors.New("released") }
-func (p *blockingPusher) Close() error      { p.once.Do(func() { close(p.release) }); return nil }
-
-func TestClientWedgedTransportNeverBlocksCaller(t *testing.T) {
-	p := &blockingPusher{release: make(chan struct{})}
-	c := NewClient(ClientOptions{Role: "infer", QueueSize: 16, Log: zerolog.Nop(),
-		Dial: func(string, time.Duration) (Pusher, error) { return p, nil }})
-	total, slowest := sendLoop(c, 10000)
-	if total > time.Second || slowest > 100*time.Millisecond {
-		t.Errorf("sends with a wedged transport: total %v, slowest %v", total, slowest)
+func TestNewClientBadEndpoint(t *testing.T) {
+	if _, err := NewClient(ClientOptions{Endpoint: "tcp://127.0.0.1:1"}); err == nil {
+		t.Fatal("want an error for a non-ipc endpoint")
 	}
-	if c.Dropped() < 10000-16-MaxBatch {
-		t.Errorf("dropped %d, want nearly all", c.Dropped())
-	}
-	p.Close()
-	c.Close()
 }
 
 func TestNilClient(t *testing.T) {
 	var c *Client
 	c.Counter(RequestCount, 1)
+	c.CounterLabel(BatchInferenceCount, MethodDecode, 1)
 	c.Gauge(QueueSize, 1)
 	c.Observe(RequestFirstTokenDuration, 1)
 	c.ObserveDuration(RequestFirstTokenDuration, time.Second)
 	c.Close()
-	if c.Sent() != 0 || c.Dropped() != 0 {
+	if sent, dropped := c.Stats(); sent != 0 || dropped != 0 {
 		t.Fatal("a nil client counts nothing")
 	}
 }

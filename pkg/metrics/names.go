@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 // Metric names. Each is the name a role passes to the Client; the exported
@@ -28,9 +29,6 @@ const (
 	// supervisor's restart counts at scrape time (see Options.Status), so
 	// the count survives the restart of the metric role itself.
 	RoleRestarts = "lightllm_role_restarts"
-	// EventsDropped counts metric events a client dropped because the metric
-	// role was down or slow (label role); reported once it is reachable again.
-	EventsDropped = "lightllm_metric_events_dropped"
 
 	// Histograms (apiserver unless noted).
 	RequestInputLength        = "lightllm_request_input_length"
@@ -58,6 +56,10 @@ const (
 	GenThroughput          = "lightllm_gen_throughput"            // tokens/s of the latest finished request
 	KVUsage                = "lightllm_kv_usage"                  // used KV tokens / capacity, 0..1 (infer)
 	QueueOldestWaitSeconds = "lightllm_queue_oldest_wait_seconds" // age of the oldest waiting request (router)
+	// EventsDropped is the number of metric events a role's current process
+	// dropped because the metric role was down or slow (label role); every
+	// Client reports it every few seconds.
+	EventsDropped = "lightllm_metric_events_dropped"
 
 	// Gauges of the health role.
 	HealthStatus      = "lightllm_health_status" // 0 healthy, 1 degraded, 2 unhealthy
@@ -68,23 +70,14 @@ const (
 	GPUECCUncorrected = "lightllm_gpu_ecc_uncorrected_errors" // volatile count since the driver loaded
 )
 
-// Kind is the type of a metric.
-type Kind uint8
-
-// Kinds.
-const (
-	KindCounter Kind = iota + 1
-	KindGauge
-	KindHistogram
-)
-
-func (k Kind) String() string {
+// kindName names a metric kind (label of lightllm_metric_events_received_total).
+func kindName(k ipc.MetricKind) string {
 	switch k {
-	case KindCounter:
+	case ipc.CounterAdd:
 		return "counter"
-	case KindGauge:
+	case ipc.GaugeSet:
 		return "gauge"
-	case KindHistogram:
+	case ipc.HistogramObserve:
 		return "histogram"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
@@ -104,7 +97,7 @@ const (
 // def describes one metric the registry knows.
 type def struct {
 	name    string
-	kind    Kind
+	kind    ipc.MetricKind
 	help    string
 	label   string // the extra label besides model_name, "" for none
 	buckets bucketKind
@@ -115,7 +108,7 @@ type def struct {
 
 // exportName is the Prometheus name: counters end in _total.
 func (d def) exportName() string {
-	if d.kind == KindCounter && !strings.HasSuffix(d.name, "_total") {
+	if d.kind == ipc.CounterAdd && !strings.HasSuffix(d.name, "_total") {
 		return d.name + "_total"
 	}
 	return d.name
@@ -135,43 +128,43 @@ func roleNames() []string { return append(config.AllRoles(), "supervisor") }
 // strings where LightLLM has the metric.
 func defs() []def {
 	return []def{
-		{RequestCount, KindCounter, "The total number of requests", "", bucketsNone, nil},
-		{RequestSuccess, KindCounter, "The number of successful requests", "", bucketsNone, nil},
-		{RequestFailure, KindCounter, "The number of failed requests", "", bucketsNone, nil},
-		{PromptTokens, KindCounter, "Total number of prefill tokens processed", "", bucketsNone, nil},
-		{GenerationTokens, KindCounter, "Total number of generation tokens processed", "", bucketsNone, nil},
-		{RequestPreemptions, KindCounter, "Running requests evicted for KV space and recomputed later", "", bucketsNone, nil},
-		{CacheEvictedTokens, KindCounter, "Prompt-cache tokens evicted to make room", "", bucketsNone, nil},
-		{BatchInferenceCount, KindCounter, "The number of prefill steps / decode steps", "method", bucketsNone, methods()},
-		{EventsDropped, KindCounter, "Metric events dropped by a role because the metric role was unreachable", "role", bucketsNone, roleNames()},
+		{RequestCount, ipc.CounterAdd, "The total number of requests", "", bucketsNone, nil},
+		{RequestSuccess, ipc.CounterAdd, "The number of successful requests", "", bucketsNone, nil},
+		{RequestFailure, ipc.CounterAdd, "The number of failed requests", "", bucketsNone, nil},
+		{PromptTokens, ipc.CounterAdd, "Total number of prefill tokens processed", "", bucketsNone, nil},
+		{GenerationTokens, ipc.CounterAdd, "Total number of generation tokens processed", "", bucketsNone, nil},
+		{RequestPreemptions, ipc.CounterAdd, "Running requests evicted for KV space and recomputed later", "", bucketsNone, nil},
+		{CacheEvictedTokens, ipc.CounterAdd, "Prompt-cache tokens evicted to make room", "", bucketsNone, nil},
+		{BatchInferenceCount, ipc.CounterAdd, "The number of prefill steps / decode steps", "method", bucketsNone, methods()},
 
-		{RequestInputLength, KindHistogram, "Length of the input tokens", "", bucketsTokens, nil},
-		{CacheLength, KindHistogram, "Length of tokens which hit prompt cache", "", bucketsTokens, nil},
-		{RequestMaxNewTokens, KindHistogram, "Max new token", "", bucketsTokens, nil},
-		{RequestGeneratedTokens, KindHistogram, "Number of generated tokens", "", bucketsTokens, nil},
-		{RequestDuration, KindHistogram, "Duration of the request (s)", "", bucketsDuration, nil},
-		{RequestInferenceDuration, KindHistogram, "Inference time of the request", "", bucketsDuration, nil},
-		{RequestTimePerToken, KindHistogram, "Per token time of the request", "", bucketsDuration, nil},
-		{RequestFirstTokenDuration, KindHistogram, "First token time of the request", "", bucketsDuration, nil},
-		{RequestQueueDuration, KindHistogram, "Queue duration of requests (arrival to admission, s)", "", bucketsDuration, nil},
-		{CacheRatio, KindHistogram, "cache length / input_length", "", bucketsRatio, nil},
-		{BatchInferenceDuration, KindHistogram, "Inference time of prefill step / decode step", "method", bucketsDuration, methods()},
+		{RequestInputLength, ipc.HistogramObserve, "Length of the input tokens", "", bucketsTokens, nil},
+		{CacheLength, ipc.HistogramObserve, "Length of tokens which hit prompt cache", "", bucketsTokens, nil},
+		{RequestMaxNewTokens, ipc.HistogramObserve, "Max new token", "", bucketsTokens, nil},
+		{RequestGeneratedTokens, ipc.HistogramObserve, "Number of generated tokens", "", bucketsTokens, nil},
+		{RequestDuration, ipc.HistogramObserve, "Duration of the request (s)", "", bucketsDuration, nil},
+		{RequestInferenceDuration, ipc.HistogramObserve, "Inference time of the request", "", bucketsDuration, nil},
+		{RequestTimePerToken, ipc.HistogramObserve, "Per token time of the request", "", bucketsDuration, nil},
+		{RequestFirstTokenDuration, ipc.HistogramObserve, "First token time of the request", "", bucketsDuration, nil},
+		{RequestQueueDuration, ipc.HistogramObserve, "Queue duration of requests (arrival to admission, s)", "", bucketsDuration, nil},
+		{CacheRatio, ipc.HistogramObserve, "cache length / input_length", "", bucketsRatio, nil},
+		{BatchInferenceDuration, ipc.HistogramObserve, "Inference time of prefill step / decode step", "method", bucketsDuration, methods()},
 
-		{QueueSize, KindGauge, "Queue size", "", bucketsNone, nil},
-		{BatchCurrentSize, KindGauge, "Current batch size", "", bucketsNone, nil},
-		{BatchPauseSize, KindGauge, "The number of pause requests", "", bucketsNone, nil},
-		{BatchCurrentMaxTokens, KindGauge, "dynamic max token used for current batch", "", bucketsNone, nil},
-		{NumRunningReqs, KindGauge, "Number of running requests", "", bucketsNone, nil},
-		{CacheHitRate, KindGauge, "Prefix cache hit rate of latest completed request", "", bucketsNone, nil},
-		{GenThroughput, KindGauge, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone, nil},
-		{KVUsage, KindGauge, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone, nil},
-		{QueueOldestWaitSeconds, KindGauge, "How long the oldest waiting request has been queued (s)", "", bucketsNone, nil},
-		{HealthStatus, KindGauge, "Health of the instance as the health role sees it: 0 healthy, 1 degraded, 2 unhealthy", "", bucketsNone, nil},
-		{GPUMemoryUsed, KindGauge, "GPU memory in use (bytes)", "", bucketsNone, nil},
-		{GPUMemoryTotal, KindGauge, "GPU memory (bytes)", "", bucketsNone, nil},
-		{GPUUtilization, KindGauge, "Fraction of time a kernel ran on the GPU over the last sample period", "", bucketsNone, nil},
-		{GPUTemperature, KindGauge, "GPU temperature (°C)", "", bucketsNone, nil},
-		{GPUECCUncorrected, KindGauge, "Uncorrected ECC errors since the driver loaded (volatile count)", "", bucketsNone, nil},
+		{QueueSize, ipc.GaugeSet, "Queue size", "", bucketsNone, nil},
+		{BatchCurrentSize, ipc.GaugeSet, "Current batch size", "", bucketsNone, nil},
+		{BatchPauseSize, ipc.GaugeSet, "The number of pause requests", "", bucketsNone, nil},
+		{BatchCurrentMaxTokens, ipc.GaugeSet, "dynamic max token used for current batch", "", bucketsNone, nil},
+		{NumRunningReqs, ipc.GaugeSet, "Number of running requests", "", bucketsNone, nil},
+		{CacheHitRate, ipc.GaugeSet, "Prefix cache hit rate of latest completed request", "", bucketsNone, nil},
+		{GenThroughput, ipc.GaugeSet, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone, nil},
+		{KVUsage, ipc.GaugeSet, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone, nil},
+		{QueueOldestWaitSeconds, ipc.GaugeSet, "How long the oldest waiting request has been queued (s)", "", bucketsNone, nil},
+		{EventsDropped, ipc.GaugeSet, "Metric events dropped by each role's current process because the metric role was unreachable", "role", bucketsNone, roleNames()},
+		{HealthStatus, ipc.GaugeSet, "Health of the instance as the health role sees it: 0 healthy, 1 degraded, 2 unhealthy", "", bucketsNone, nil},
+		{GPUMemoryUsed, ipc.GaugeSet, "GPU memory in use (bytes)", "", bucketsNone, nil},
+		{GPUMemoryTotal, ipc.GaugeSet, "GPU memory (bytes)", "", bucketsNone, nil},
+		{GPUUtilization, ipc.GaugeSet, "Fraction of time a kernel ran on the GPU over the last sample period", "", bucketsNone, nil},
+		{GPUTemperature, ipc.GaugeSet, "GPU temperature (°C)", "", bucketsNone, nil},
+		{GPUECCUncorrected, ipc.GaugeSet, "Uncorrected ECC errors since the driver loaded (volatile count)", "", bucketsNone, nil},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 // fakeGateway is a test double of a Pushgateway that records each push.
@@ -46,7 +47,7 @@ func TestPushGateway(t *testing.T) {
 	cfg.MetricGateway = strings.Replace(srv.URL, "http://", "http://ops:secret@", 1)
 	cfg.PushInterval = config.Duration(30 * time.Millisecond)
 	s, stop := startServer(t, cfg, Options{})
-	if err := s.Registry().Apply(Event{KindCounter, RequestCount, "", 6}); err != nil {
+	if err := s.Registry().Apply(&ipc.Metric{Kind: ipc.CounterAdd, Name: RequestCount, Value: 6}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "two pushes", func() bool { p, _ := gw.snapshot(); return len(p) >= 2 })

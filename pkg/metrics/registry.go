@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 // Registry is the metric role's Prometheus registry: every metric of defs,
@@ -24,7 +26,9 @@ type Registry struct {
 }
 
 // NewRegistry builds the registry for one model. maxReqTotalLen sizes the
-// token-count buckets as LightLLM does.
+// token-count buckets as LightLLM does. Counters and histograms start at
+// zero; gauges appear once a role sets them (a gauge nobody set is unknown,
+// not 0).
 func NewRegistry(modelName string, maxReqTotalLen int) (*Registry, error) {
 	r := &Registry{
 		reg:        prometheus.NewRegistry(),
@@ -41,15 +45,21 @@ func NewRegistry(modelName string, maxReqTotalLen int) (*Registry, error) {
 		}
 		var c prometheus.Collector
 		switch d.kind {
-		case KindCounter:
+		case ipc.CounterAdd:
 			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.exportName(), Help: d.help}, labels)
 			r.counters[d.name], c = v, v
-		case KindGauge:
+			if d.label == "" {
+				v.WithLabelValues(modelName) // exported as 0 from the start, so rate() and alerts work
+			}
+		case ipc.GaugeSet:
 			v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.name, Help: d.help}, labels)
 			r.gauges[d.name], c = v, v
-		case KindHistogram:
+		case ipc.HistogramObserve:
 			v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: d.name, Help: d.help, Buckets: buckets(d.buckets, maxReqTotalLen)}, labels)
 			r.histograms[d.name], c = v, v
+			if d.label == "" {
+				v.WithLabelValues(modelName)
+			}
 		}
 		if err := r.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register %s: %w", d.name, err)
@@ -94,56 +104,60 @@ const (
 	rejectMalformed = "malformed_message"
 )
 
-// Apply applies one event. An event that does not fit its definition (an
-// unknown name, the wrong kind, a negative counter increment, a NaN) is
-// rejected and counted, never applied halfway.
-func (r *Registry) Apply(e Event) error {
-	d, ok := r.defs[e.Name]
+// Apply applies one metric event. An event that does not fit its
+// definition (an unknown name, the wrong kind, a label other than the
+// metric's own, a negative counter increment, a NaN) is rejected and
+// counted, never applied halfway. model_name is the registry's own: a
+// sender does not set it.
+func (r *Registry) Apply(m *ipc.Metric) error {
+	d, ok := r.defs[m.Name]
 	if !ok {
-		return r.reject(rejectUnknown, fmt.Errorf("metric %q: unknown", e.Name))
+		return r.reject(rejectUnknown, fmt.Errorf("metric %q: unknown", m.Name))
 	}
-	if d.kind != e.Kind {
-		return r.reject(rejectKind, fmt.Errorf("metric %q is a %v, got a %v event", e.Name, d.kind, e.Kind))
+	if d.kind != m.Kind {
+		return r.reject(rejectKind, fmt.Errorf("metric %q is a %s, got a %s event", m.Name, kindName(d.kind), kindName(m.Kind)))
 	}
-	if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || (d.kind == KindCounter && e.Value < 0) {
-		return r.reject(rejectValue, fmt.Errorf("metric %q: bad value %v", e.Name, e.Value))
-	}
-	if (d.label == "") != (e.Label == "") {
-		return r.reject(rejectLabel, fmt.Errorf("metric %q: label %q does not match its definition (%q)", e.Name, e.Label, d.label))
-	}
-	if d.values != nil && !slices.Contains(d.values, e.Label) {
-		return r.reject(rejectLabel, fmt.Errorf("metric %q: %s %q not one of %q", e.Name, d.label, e.Label, d.values))
+	if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || (d.kind == ipc.CounterAdd && m.Value < 0) {
+		return r.reject(rejectValue, fmt.Errorf("metric %q: bad value %v", m.Name, m.Value))
 	}
 	lv := []string{r.model}
-	if d.label != "" {
-		lv = append(lv, e.Label)
+	switch {
+	case d.label == "" && len(m.Labels) == 0:
+	case d.label != "" && len(m.Labels) == 1 && m.Labels[0].Name == d.label:
+		if d.values != nil && !slices.Contains(d.values, m.Labels[0].Value) {
+			return r.reject(rejectLabel, fmt.Errorf("metric %q: %s %q not one of %q", m.Name, d.label, m.Labels[0].Value, d.values))
+		}
+		lv = append(lv, m.Labels[0].Value)
+	default:
+		return r.reject(rejectLabel, fmt.Errorf("metric %q: labels %v, want %s", m.Name, m.Labels, labelWant(d)))
 	}
 	switch d.kind {
-	case KindCounter:
-		r.counters[e.Name].WithLabelValues(lv...).Add(e.Value)
-	case KindGauge:
-		r.gauges[e.Name].WithLabelValues(lv...).Set(e.Value)
-	case KindHistogram:
-		r.histograms[e.Name].WithLabelValues(lv...).Observe(e.Value)
+	case ipc.CounterAdd:
+		r.counters[m.Name].WithLabelValues(lv...).Add(m.Value)
+	case ipc.GaugeSet:
+		r.gauges[m.Name].WithLabelValues(lv...).Set(m.Value)
+	case ipc.HistogramObserve:
+		r.histograms[m.Name].WithLabelValues(lv...).Observe(m.Value)
 	}
-	r.received.WithLabelValues(d.kind.String()).Inc()
+	r.received.WithLabelValues(kindName(d.kind)).Inc()
 	return nil
 }
 
-// ApplyMessage decodes one message and applies its events, returning the
-// first error (a malformed message applies nothing).
-func (r *Registry) ApplyMessage(msg []byte, scratch []Event) ([]Event, error) {
-	events, err := DecodeBatch(scratch[:0], msg)
-	if err != nil {
-		return events, r.reject(rejectMalformed, err)
+func labelWant(d def) string {
+	if d.label == "" {
+		return "none"
 	}
-	var first error
-	for _, e := range events {
-		if err := r.Apply(e); err != nil && first == nil {
-			first = err
-		}
+	return "exactly " + d.label
+}
+
+// ApplyMessage applies one received message; anything but a Metric is
+// rejected.
+func (r *Registry) ApplyMessage(msg ipc.Message) error {
+	m, ok := msg.(*ipc.Metric)
+	if !ok {
+		return r.reject(rejectMalformed, fmt.Errorf("metric role: got a %T, not a metric", msg))
 	}
-	return events, first
+	return r.Apply(m)
 }
 
 func (r *Registry) reject(reason string, err error) error {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
 func TestBuckets(t *testing.T) {
@@ -25,23 +27,26 @@ func TestBuckets(t *testing.T) {
 
 func TestRegistryApply(t *testing.T) {
 	tests := map[string]struct {
-		ev     Event
+		ev     ipc.Metric
 		reject string // reason, "" = applied
 	}{
-		"counter":            {Event{KindCounter, RequestCount, "", 2}, ""},
-		"counter with label": {Event{KindCounter, BatchInferenceCount, MethodPrefill, 1}, ""},
-		"gauge negative ok":  {Event{KindGauge, QueueSize, "", -1}, ""},
-		"histogram":          {Event{KindHistogram, RequestFirstTokenDuration, "", 0.2}, ""},
-		"unknown name":       {Event{KindCounter, "lightllm_nope", "", 1}, rejectUnknown},
-		"wrong kind":         {Event{KindGauge, RequestCount, "", 1}, rejectKind},
-		"negative counter":   {Event{KindCounter, RequestCount, "", -1}, rejectValue},
-		"NaN":                {Event{KindHistogram, RequestFirstTokenDuration, "", math.NaN()}, rejectValue},
-		"Inf":                {Event{KindGauge, QueueSize, "", math.Inf(1)}, rejectValue},
-		"missing label":      {Event{KindCounter, BatchInferenceCount, "", 1}, rejectLabel},
-		"unexpected label":   {Event{KindCounter, RequestCount, "x", 1}, rejectLabel},
-		"label not allowed":  {Event{KindCounter, BatchInferenceCount, "verify", 1}, rejectLabel},
-		"role label":         {Event{KindCounter, EventsDropped, "router", 5}, ""},
-		"unknown role":       {Event{KindCounter, EventsDropped, "nobody", 5}, rejectLabel},
+		"counter":            {ipc.Metric{Kind: ipc.CounterAdd, Name: RequestCount, Value: 2}, ""},
+		"counter with label": {ipc.Metric{Kind: ipc.CounterAdd, Name: BatchInferenceCount, Labels: []ipc.Label{{Name: "method", Value: MethodPrefill}}, Value: 1}, ""},
+		"gauge negative ok":  {ipc.Metric{Kind: ipc.GaugeSet, Name: QueueSize, Value: -1}, ""},
+		"histogram":          {ipc.Metric{Kind: ipc.HistogramObserve, Name: RequestFirstTokenDuration, Value: 0.2}, ""},
+		"unknown name":       {ipc.Metric{Kind: ipc.CounterAdd, Name: "lightllm_nope", Value: 1}, rejectUnknown},
+		"wrong kind":         {ipc.Metric{Kind: ipc.GaugeSet, Name: RequestCount, Value: 1}, rejectKind},
+		"negative counter":   {ipc.Metric{Kind: ipc.CounterAdd, Name: RequestCount, Value: -1}, rejectValue},
+		"NaN":                {ipc.Metric{Kind: ipc.HistogramObserve, Name: RequestFirstTokenDuration, Value: math.NaN()}, rejectValue},
+		"Inf":                {ipc.Metric{Kind: ipc.GaugeSet, Name: QueueSize, Value: math.Inf(1)}, rejectValue},
+		"missing label":      {ipc.Metric{Kind: ipc.CounterAdd, Name: BatchInferenceCount, Value: 1}, rejectLabel},
+		"unexpected label":   {ipc.Metric{Kind: ipc.CounterAdd, Name: RequestCount, Labels: []ipc.Label{{Name: "method", Value: "x"}}, Value: 1}, rejectLabel},
+		"label not allowed":  {ipc.Metric{Kind: ipc.CounterAdd, Name: BatchInferenceCount, Labels: []ipc.Label{{Name: "method", Value: "verify"}}, Value: 1}, rejectLabel},
+		"role label":         {ipc.Metric{Kind: ipc.GaugeSet, Name: EventsDropped, Labels: []ipc.Label{{Name: "role", Value: "router"}}, Value: 5}, ""},
+		"wrong label name":   {ipc.Metric{Kind: ipc.CounterAdd, Name: BatchInferenceCount, Labels: []ipc.Label{{Name: "role", Value: "decode"}}, Value: 1}, rejectLabel},
+		"sender model_name":  {ipc.Metric{Kind: ipc.CounterAdd, Name: RequestCount, Labels: []ipc.Label{{Name: "model_name", Value: "x"}}, Value: 1}, rejectLabel},
+		"two labels":         {ipc.Metric{Kind: ipc.CounterAdd, Name: BatchInferenceCount, Labels: []ipc.Label{{Name: "method", Value: "decode"}, {Name: "method", Value: "decode"}}, Value: 1}, rejectLabel},
+		"unknown role":       {ipc.Metric{Kind: ipc.GaugeSet, Name: EventsDropped, Labels: []ipc.Label{{Name: "role", Value: "nobody"}}, Value: 5}, rejectLabel},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -49,14 +54,14 @@ func TestRegistryApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = r.Apply(tc.ev)
+			err = r.Apply(&tc.ev)
 			if got := testutil.ToFloat64(r.rejected.WithLabelValues(tc.reject)); tc.reject != "" && (err == nil || got != 1) {
 				t.Fatalf("want rejection %q, got err %v, count %v", tc.reject, err, got)
 			}
 			if tc.reject == "" && err != nil {
 				t.Fatalf("want applied, got %v", err)
 			}
-			applied := testutil.ToFloat64(r.received.WithLabelValues(tc.ev.Kind.String()))
+			applied := testutil.ToFloat64(r.received.WithLabelValues(kindName(tc.ev.Kind)))
 			if want := map[bool]float64{true: 0, false: 1}[tc.reject != ""]; applied != want && tc.ev.Kind != 0 {
 				t.Fatalf("received count %v, want %v", applied, want)
 			}
@@ -69,11 +74,11 @@ func TestRegistryExportNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []Event{
-		{KindCounter, RequestCount, "", 3},
-		{KindCounter, PromptTokens, "", 40},
-		{KindHistogram, RequestInputLength, "", 13},
-		{KindGauge, NumRunningReqs, "", 7},
+	for _, e := range []*ipc.Metric{
+		{Kind: ipc.CounterAdd, Name: RequestCount, Value: 3},
+		{Kind: ipc.CounterAdd, Name: PromptTokens, Value: 40},
+		{Kind: ipc.HistogramObserve, Name: RequestInputLength, Value: 13},
+		{Kind: ipc.GaugeSet, Name: NumRunningReqs, Value: 7},
 	} {
 		if err := r.Apply(e); err != nil {
 			t.Fatal(err)
@@ -128,10 +133,27 @@ func TestApplyMessageMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ApplyMessage([]byte("garbage"), nil); err == nil {
+	if err := r.ApplyMessage(&ipc.Wake{Seq: 1}); err == nil {
 		t.Fatal("want an error")
 	}
 	if got := testutil.ToFloat64(r.rejected.WithLabelValues(rejectMalformed)); got != 1 {
 		t.Fatalf("malformed count %v", got)
+	}
+}
+
+func TestCountersExportedFromStart(t *testing.T) {
+	r, err := NewRegistry("m", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(r.counters[RequestFailure].WithLabelValues("m")); got != 0 {
+		t.Fatalf("failure counter %v", got)
+	}
+	n, err := testutil.GatherAndCount(r.Prometheus(), "lightllm_request_failure_total", RequestFirstTokenDuration, QueueSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("%d series before any event, want the counter and the histogram (no gauge)", n)
 	}
 }

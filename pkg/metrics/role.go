@@ -14,14 +14,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 )
 
 // Options adjust New; the zero value is what the metric role uses.
 type Options struct {
-	// Listen binds the PULL socket; default ListenZMQ.
-	Listen ListenFunc
-	// Endpoint overrides Endpoint(cfg.SocketPath("metric")).
+	// Endpoint overrides EndpointFor(cfg).
 	Endpoint string
 	// HTTP is the listener /metrics is served on; default cfg.Host:cfg.MetricPort.
 	HTTP net.Listener
@@ -36,7 +35,7 @@ type Server struct {
 	cfg  *config.Config
 	log  zerolog.Logger
 	reg  *Registry
-	pull Puller
+	pull *ipc.Puller
 	ln   net.Listener
 	http *http.Server
 	push *pusher
@@ -58,18 +57,18 @@ func New(cfg *config.Config, log zerolog.Logger, o Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, reg: reg, endpoint: o.Endpoint}
 	if s.endpoint == "" {
-		s.endpoint = Endpoint(cfg.SocketPath(config.RoleMetric))
+		if s.endpoint, err = EndpointFor(cfg); err != nil {
+			return nil, fmt.Errorf("metric role: %w", err)
+		}
 	}
 	if cfg.MetricGateway != "" {
 		if s.push, err = newPusher(cfg.MetricGateway, cfg.JobName, cfg.Instance, cfg.PushInterval.D(), reg.Prometheus(), log); err != nil {
 			return nil, err
 		}
 	}
-	listen := o.Listen
-	if listen == nil {
-		listen = ListenZMQ
-	}
-	if s.pull, err = listen(s.endpoint); err != nil {
+	// A deep receive queue: the PULL side back-pressures into the senders'
+	// queues, which drop; the registry applies events in microseconds.
+	if s.pull, err = ipc.NewPuller(s.endpoint, ipc.Options{Logger: log, QueueLen: 8192}); err != nil {
 		return nil, fmt.Errorf("metric role: %w", err)
 	}
 	s.ln = o.HTTP
@@ -146,17 +145,19 @@ func (s *Server) Run(ctx context.Context) error {
 
 // consume applies messages until the socket is closed.
 func (s *Server) consume() error {
-	var scratch []Event
 	var lastWarn time.Time
 	for {
-		msg, err := s.pull.Recv()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
+		msg, err := s.pull.Recv(context.Background())
+		switch {
+		case errors.Is(err, ipc.ErrClosed):
+			return nil
+		case errors.Is(err, ipc.ErrBadMessage):
+			err = s.reg.reject(rejectMalformed, err)
+		case err != nil:
 			return fmt.Errorf("metric role: receive: %w", err)
+		default:
+			err = s.reg.ApplyMessage(msg)
 		}
-		scratch, err = s.reg.ApplyMessage(msg, scratch)
 		if err != nil && time.Since(lastWarn) > 10*time.Second {
 			lastWarn = time.Now()
 			s.log.Warn().Err(err).Msg("rejected metric event (counted in lightllm_metric_events_rejected_total; logged every 10 s at most)")

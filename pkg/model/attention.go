@@ -21,7 +21,7 @@ type attnTask struct {
 	out   []float32 // [len(rows) x Heads*HeadDim]
 	// Per-worker scratch.
 	scores [][]float32 // f32 cache: [group x ctx] scores
-	qr     [][]float32 // f16 cache: f16-rounded queries [group x HeadDim]
+	qr     [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
 	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st     [][]float32 // f16 cache: running max and sum per head [2 x group]
 }
@@ -37,7 +37,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 	workers := m.ctx.Pool.Threads()
 	if len(t.scores) < workers {
 		t.scores = make([][]float32, workers)
-		t.qr = make([][]float32, workers)
+		t.qr = make([][]uint16, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
 	}
@@ -46,7 +46,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 			t.scores[w] = make([]float32, group*maxCtx*5/4+64)
 		}
 		if len(t.qr[w]) < group*c.HeadDim {
-			t.qr[w] = make([]float32, group*c.HeadDim)
+			t.qr[w] = make([]uint16, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
 			t.st[w] = make([]float32, 2*group)
 		}
@@ -81,9 +81,11 @@ func (t *attnTask) Run(worker, lo, hi int) {
 }
 
 // headF16 follows llama.cpp's CPU flash attention over an f16 cache
-// (ggml_compute_forward_flash_attn_ext_f16_one_chunk): queries rounded to
-// f16, one pass with a running maximum, and an f16 output accumulator.
-// Matching its rounding keeps greedy decoding identical to llama.cpp's.
+// (ggml_compute_forward_flash_attn_ext_f16_one_chunk) operation for
+// operation: queries converted to f16, ggml_vec_dot_f16 scores, one pass
+// with a running maximum, glibc's expf, and an f16 output accumulator
+// updated with fused multiply-adds. Matching its rounding keeps greedy
+// decoding identical to llama.cpp's.
 func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	c := &t.m.cfg
 	hd := c.HeadDim
@@ -92,7 +94,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	kv := t.kv
 	qb := t.qr[worker][:len(qg)]
 	for i, v := range qg {
-		qb[i] = tensor.F16ToF32(tensor.F32ToF16(v))
+		qb[i] = tensor.F32ToF16(v)
 	}
 	acc := t.acc[worker][:len(qg)]
 	clear(acc)
@@ -104,7 +106,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 		off := kv.off(t.layer, slot) + g*hd
 		k, v := kv.k16[off:off+hd], kv.v16[off:off+hd]
 		for h := 0; h < group; h++ {
-			s := dotF16Exact(k, qb[h*hd:(h+1)*hd]) * scale
+			s := tensor.DotF16GGML(k, qb[h*hd:(h+1)*hd]) * scale
 			a := acc[h*hd : (h+1)*hd]
 			ms, vs := float32(1), float32(1)
 			if s > M[h] {
@@ -114,8 +116,8 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 			} else {
 				vs = expf(s - M[h])
 			}
-			tensor.MadF16(a, v, vs)
-			S[h] = S[h]*ms + vs
+			madF16Fused(a, v, vs)
+			S[h] = float32(S[h]*ms) + vs
 		}
 	}
 	for h := 0; h < group; h++ {
@@ -130,17 +132,13 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	}
 }
 
-// dotF16Exact is an f16·f32 dot product. Short rows are summed in float64
-// as ggml_vec_dot_f16's scalar tail does; long ones use the vector kernel.
-func dotF16Exact(k []uint16, q []float32) float32 {
-	if len(q) >= 32 {
-		return tensor.DotF16(k, q)
+// madF16Fused sets acc[i] = f16(fma(v[i], s, acc[i])): ggml_vec_mad_f16 as
+// built for llama.cpp's CPU variants, where the scalar tail is fused too.
+func madF16Fused(acc, v []uint16, s float32) {
+	v = v[:len(acc)]
+	for i, a := range acc {
+		acc[i] = tensor.F32ToF16(fma32(tensor.F16ToF32(v[i]), s, tensor.F16ToF32(a)))
 	}
-	var s float64
-	for i, x := range q {
-		s += float64(tensor.F16ToF32(k[i]) * x)
-	}
-	return float32(s)
 }
 
 // headF32 is exact attention over an f32 cache: scores, a two-pass
@@ -181,5 +179,3 @@ func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
 		}
 	}
 }
-
-func expf(x float32) float32 { return float32(math.Exp(float64(x))) }

@@ -37,6 +37,8 @@ type scratch struct {
 	gate, up   []float32 // [nTok x FFN]
 	cos, sin   []float32 // [nTok x HeadDim/2]
 	tokSeq     []int32   // sequence index of each token
+	sgemm      []bool    // per token: llama.cpp would use its batch (sgemm) matmul
+	rowGemm    []bool    // sgemm flags of the rows computed in the last layer
 	rows       []int32   // token index of each row the attention computes
 	logits     []float32 // [nOut x Vocab]
 }
@@ -52,6 +54,7 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.gate, s.up = make([]float32, nTok*c.FFN), make([]float32, nTok*c.FFN)
 		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
 		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
+		s.sgemm, s.rowGemm = make([]bool, nTok), make([]bool, nTok)
 	}
 	if nOut > s.nOut {
 		s.nOut = nOut
@@ -123,6 +126,11 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	for si, sq := range b.Seqs {
 		for t := sq.Start; t < sq.Start+sq.Len; t++ {
 			s.tokSeq[t] = int32(si)
+			// llama.cpp multiplies a batch of two or more tokens with
+			// llamafile's sgemm and a single token with ggml_vec_dot, which
+			// round differently; deciding per sequence keeps each
+			// sequence's numbers independent of the rest of the batch.
+			s.sgemm[t] = sq.Len >= 2
 		}
 	}
 	x := s.x[:N*H]
@@ -142,7 +150,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		xn, q, k, v := s.xn[:N*H], s.q[:N*qDim], s.k[:N*kvDim], s.v[:N*kvDim]
 		// K/V are needed for every new token, even in the last layer.
 		rmsNormRows(xn, s.x[:N*H], ly.attnNorm, c.RMSEps)
-		if err := m.ctx.MatMul(xn, N, tensor.Out{W: ly.wq, Y: q}, tensor.Out{W: ly.wk, Y: k}, tensor.Out{W: ly.wv, Y: v}); err != nil {
+		if err := m.ctx.MatMulGGML(xn, N, s.sgemm[:N], tensor.Out{W: ly.wq, Y: q}, tensor.Out{W: ly.wk, Y: k}, tensor.Out{W: ly.wv, Y: v}); err != nil {
 			return err
 		}
 		if ly.bq != nil {
@@ -154,14 +162,24 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			rmsNormRows(q, q, ly.qNorm, c.RMSEps)
 			rmsNormRows(k, k, ly.kNorm, c.RMSEps)
 		}
+		if m.permQK {
+			interleaveHeads(q, c.HeadDim)
+			interleaveHeads(k, c.HeadDim)
+		}
 		for i := 0; i < N; i++ {
 			cs, sn := s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2]
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
 		m.storeKV(b, kv, li, k, v)
+		gemm := s.sgemm[:N]
+		ffnGemm := gemm
 		if li == len(m.layers)-1 {
 			// Only the rows whose logits are wanted matter from here on.
+			// llama.cpp drops the other rows after the attention output
+			// projection, so that projection keeps the batch rounding and
+			// the feed-forward network of the kept row uses the single-row
+			// one.
 			rows = m.outputRows(b)
 			R = len(rows)
 			if R == 0 {
@@ -169,12 +187,14 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			}
 			for j, i := range rows {
 				copy(s.x[j*H:(j+1)*H], s.x[int(i)*H:(int(i)+1)*H])
+				s.rowGemm[j] = s.sgemm[i]
 			}
+			gemm, ffnGemm = s.rowGemm[:R], nil
 		}
 		att := s.att[:R*qDim]
 		m.attention(b, kv, li, rows, q, att)
 		proj := s.proj[:R*H]
-		if err := m.ctx.MatMul(att, R, tensor.Out{W: ly.wo, Y: proj}); err != nil {
+		if err := m.ctx.MatMulGGML(att, R, gemm, tensor.Out{W: ly.wo, Y: proj}); err != nil {
 			return err
 		}
 		xr := s.x[:R*H]
@@ -182,11 +202,14 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		xn = s.xn[:R*H]
 		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
 		gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
-		if err := m.ctx.MatMul(xn, R, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
+		if err := m.ctx.MatMulGGML(xn, R, ffnGemm, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
 			return err
 		}
-		swiglu(gate, up)
-		if err := m.ctx.MatMul(gate, R, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
+		for r := 0; r < R; r++ {
+			g := gate[r*c.FFN : (r+1)*c.FFN]
+			siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+		}
+		if err := m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
 			return err
 		}
 		addInPlace(xr, proj)
@@ -195,7 +218,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	xn := s.xn[:R*H]
 	rmsNormRows(xn, s.x[:R*H], m.outNorm, c.RMSEps)
 	out := s.logits[:R*c.Vocab]
-	if err := m.ctx.MatMul(xn, R, tensor.Out{W: m.output, Y: out}); err != nil {
+	if err := m.ctx.MatMulGGML(xn, R, nil, tensor.Out{W: m.output, Y: out}); err != nil {
 		return err
 	}
 	j := 0
@@ -276,17 +299,9 @@ func addInPlace(x, y []float32) {
 	}
 }
 
-// swiglu computes gate = silu(gate) * up.
-func swiglu(gate, up []float32) {
-	up = up[:len(gate)]
-	for i, g := range gate {
-		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
-	}
-}
-
-// ropeTable fills the cos/sin of each rotation pair for position pos. The
-// angle is stepped by repeated multiplication in float32 as ggml's rope
-// cache does, so angles match llama.cpp bit for bit.
+// ropeTable fills the cos/sin of each rotation pair for position pos as
+// ggml's rope cache does: the angle stepped by repeated float32
+// multiplication and glibc's sincosf, so angles match llama.cpp bit for bit.
 func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 	theta := float32(pos)
 	for i := range cos {
@@ -295,13 +310,14 @@ func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 			t /= m.freqFactor[i]
 		}
 		t *= m.freqScale
-		cos[i] = float32(math.Cos(float64(t)))
-		sin[i] = float32(math.Sin(float64(t)))
+		sin[i], cos[i] = sincosf(t)
 		theta *= m.ropeScale
 	}
 }
 
-// rope rotates every head of x (heads of HeadDim values) in place.
+// rope rotates every head of x (heads of HeadDim values) in place with the
+// fused multiply-adds GCC emitted for ggml's rotate_pairs (which differ
+// between the neox and the adjacent-pair form).
 func (m *Model) rope(x, cos, sin []float32) {
 	hd := m.cfg.HeadDim
 	half := hd / 2
@@ -310,15 +326,30 @@ func (m *Model) rope(x, cos, sin []float32) {
 		if m.ropeNeox {
 			for i := 0; i < half; i++ {
 				x0, x1 := v[i], v[i+half]
-				v[i] = x0*cos[i] - x1*sin[i]
-				v[i+half] = x0*sin[i] + x1*cos[i]
+				v[i] = fma32(x0, cos[i], -float32(x1*sin[i]))
+				v[i+half] = fma32(x0, sin[i], float32(x1*cos[i]))
 			}
 		} else {
 			for i := 0; i < half; i++ {
 				x0, x1 := v[2*i], v[2*i+1]
-				v[2*i] = x0*cos[i] - x1*sin[i]
-				v[2*i+1] = x0*sin[i] + x1*cos[i]
+				v[2*i] = fma32(x0, cos[i], -float32(x1*sin[i]))
+				v[2*i+1] = fma32(x1, cos[i], float32(x0*sin[i]))
 			}
+		}
+	}
+}
+
+// interleaveHeads reorders every head of x from rotate-half order
+// (x[i], x[i+d/2]) into adjacent pairs (x[2i], x[2i+1]): the layout
+// llama.cpp's GGUF conversion gives llama q/k weights.
+func interleaveHeads(x []float32, hd int) {
+	var tmp [512]float32
+	half := hd / 2
+	for h := 0; h+hd <= len(x); h += hd {
+		v := x[h : h+hd]
+		copy(tmp[:hd], v)
+		for i := 0; i < half; i++ {
+			v[2*i], v[2*i+1] = tmp[i], tmp[i+half]
 		}
 	}
 }

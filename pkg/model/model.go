@@ -45,13 +45,19 @@ type Model struct {
 	outNorm []float32
 	layers  []layer
 
-	// RoPE: neox rotates (x[i], x[i+d/2]) (HF, qwen GGUF); otherwise
-	// adjacent pairs (x[2i], x[2i+1]) as llama.cpp's permuted llama GGUF.
+	// RoPE follows llama.cpp's rope type for the architecture: neox
+	// (qwen2, qwen3) rotates (x[i], x[i+d/2]); llama and mistral rotate
+	// adjacent pairs (x[2i], x[2i+1]) as in their GGUF files. HF llama
+	// checkpoints store q/k rows in rotate-half order, so their q/k
+	// activations are reordered into adjacent pairs first (permQK): both
+	// forms of a model then compute the same numbers.
 	ropeNeox   bool
+	permQK     bool
 	ropeScale  float32   // theta multiplier per pair: base^(-2/d)
 	freqScale  float32   // linear scaling: 1/factor
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
 	kvF16      bool
+	lanes      int // f32 vector width of the llama.cpp build whose rounding we follow
 
 	ctx     *tensor.Ctx
 	s       scratch
@@ -85,6 +91,7 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 		return nil, fmt.Errorf("model: KV type %q (want f16 or f32)", opts.KVType)
 	}
 	m.initRope()
+	m.lanes = tensor.GGMLLanes()
 	m.ctx = tensor.NewCtx(opts.Threads)
 	return m, nil
 }
@@ -126,7 +133,8 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return err
 	}
 	m.cfg = cfg
-	m.ropeNeox = true
+	m.ropeNeox = cfg.Arch == "qwen2" || cfg.Arch == "qwen3"
+	m.permQK = !m.ropeNeox
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)

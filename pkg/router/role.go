@@ -78,7 +78,7 @@ type role struct {
 	detok  *pipeline.Sender
 
 	entries     map[uint64]*tracked // by Request.ID (slot index<<32 | generation)
-	pendingCmds []pendingCmd      // commands waiting for ring room, in order
+	pendingCmds []pendingCmd        // commands waiting for ring room, in order
 	// unknownQueued remembers queued slots a reconcile scan found with no
 	// entry; the next scan adopts those still unknown.
 	unknownQueued map[uint64]bool
@@ -277,9 +277,7 @@ func (rr *role) step() error {
 	}
 	res := rr.sched.Step(in)
 	for _, f := range in.Finished {
-		if e := rr.entries[f.ID]; e != nil {
-			delete(rr.entries, f.ID)
-		}
+		delete(rr.entries, f.ID)
 	}
 	for _, r := range res.Dropped {
 		rr.drop(rr.entries[r.ID], "aborted while waiting")

@@ -3,46 +3,80 @@ package tensor
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"syscall"
 	"testing"
+	"runtime"
+
+	"golang.org/x/sys/unix"
 )
 
-// BenchmarkStream: GEMV/GEMM over 256 MB of weights (out of cache).
-func BenchmarkStream(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	const rows, cols = 5632, 2048
-	for _, dt := range []DType{F16, Q8_0, Q4_0} {
-		w0, _ := randMatrix(b, r, dt, rows, cols)
-		n := max(2, (256<<20)/len(w0.Data))
-		ws := make([]*Matrix, n)
-		for i := range ws {
-			d := make([]byte, len(w0.Data))
-			copy(d, w0.Data)
-			ws[i], _ = NewMatrix(dt, rows, cols, d)
-		}
-		for _, T := range []int{1, 4, 16} {
-			x := randVec(r, T*cols, 1)
-			y := make([]float32, T*rows)
-			b.Run(fmt.Sprintf("%s/T%d", dt, T), func(b *testing.B) {
-				ctx := NewCtx(1)
-				defer ctx.Close()
-				i := 0
-				for b.Loop() {
-					ctx.MatMul(x, T, Out{ws[i%n], y})
-					i++
-				}
-				b.ReportMetric(float64(len(w0.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-				b.ReportMetric(2*float64(rows*cols*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
-		}
+func zzMats(b testing.TB, dt DType, rows, cols int, data []byte) []*Matrix {
+	rb, _ := dt.RowBytes(cols)
+	n := len(data) / (rows * rb)
+	ws := make([]*Matrix, n)
+	for i := range ws {
+		ws[i], _ = NewMatrix(dt, rows, cols, data[i*rows*rb:(i+1)*rows*rb])
 	}
+	return ws
 }
 
-func TestZZBW(t *testing.T) {
-	for _, th := range []int{1, 2} {
-		r, err := MemBandwidth(th, 512<<20, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("threads %d: %v best %.2f median %.2f", th, r.GBps, r.Best(), r.Median())
+func zzHeap(b testing.TB, dt DType, rows, cols int) []*Matrix {
+	r := rand.New(rand.NewPCG(1, 2))
+	w0, _ := randMatrix(b, r, dt, rows, cols)
+	n := max(2, (512<<20)/len(w0.Data))
+	data := make([]byte, n*len(w0.Data))
+	for i := 0; i < n; i++ {
+		copy(data[i*len(w0.Data):], w0.Data)
 	}
+	return zzMats(b, dt, rows, cols, data)
+}
+
+func cpuNow() float64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return float64(ts.Nano()) / 1e9
+}
+
+func TestZZStream(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const rows, cols = 5632, 2048
+	mm := os.Getenv("W7_MMAP")
+	for _, dt := range []DType{Q4_0} {
+		var ws []*Matrix
+		if mm != "" {
+			f, err := os.Open(fmt.Sprintf(mm, dt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := f.Stat()
+			data, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = zzMats(t, dt, rows, cols, data[4096:])
+		} else {
+			ws = zzHeap(t, dt, rows, cols)
+		}
+		bytes := len(ws[0].Data) * len(ws)
+		for _, T := range []int{1, 4, 16} {
+			r := rand.New(rand.NewPCG(1, 2))
+			x := randVec(r, T*cols, 1)
+			y := make([]float32, T*rows)
+			ctx := NewCtx(1)
+			best := 0.0
+			for pass := 0; pass < 3; pass++ {
+				st := cpuNow()
+				for _, w := range ws {
+					ctx.MatMul(x, T, Out{w, y})
+				}
+				best = max(best, float64(bytes)/(cpuNow()-st)/1e9)
+			}
+			ctx.Close()
+			t.Logf("%s T=%d: %.2f GB/s  %.1f GFLOP/s", dt, T, best, best*1e9/float64(len(ws[0].Data))*2*rows*cols*float64(T)/1e9)
+		}
+	}
+	r, _ := MemBandwidth(1, 512<<20, 3)
+	t.Logf("membw %.2f", r.Best())
 }

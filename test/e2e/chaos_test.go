@@ -34,9 +34,10 @@ type outcome struct {
 	err          error
 }
 
-// round streams every prompt concurrently. When every stream has received
-// at least killAfter events, during(ctx) runs once (nil: no fault). It
-// returns the outcomes and how many streams had finished when during ran.
+// round streams every prompt concurrently. When half the streams have
+// received at least killAfter events, during runs once (nil: no fault); the
+// others may still wait in the router's queue. It returns the outcomes and
+// how many streams had finished when during ran.
 func round(ctx context.Context, s *server, prompts []string, killAfter int, during func()) ([]outcome, int) {
 	out := make([]outcome, len(prompts))
 	var (
@@ -54,7 +55,7 @@ func round(ctx context.Context, s *server, prompts []string, killAfter int, duri
 			text, reason, err := s.stream(ctx, p, chaosParams(), func(n int) {
 				if !hit && n >= killAfter {
 					hit = true
-					if int(reached.Add(1)) == len(prompts) {
+					if int(reached.Add(1)) == (len(prompts)+1)/2 {
 						once.Do(func() { close(trigger) })
 					}
 				}

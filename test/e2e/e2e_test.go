@@ -38,7 +38,7 @@ func TestServer(t *testing.T) {
 			t.Fatalf("golden text does not start with %q", ouat)
 		}
 		cases := []struct{ prompt, want string }{
-			{"", gold.TextUntilStop},                               // BOS only
+			{"", gold.TextUntilStop},                             // BOS only
 			{ouat, strings.TrimPrefix(gold.TextUntilStop, ouat)}, // BOS + 4 prompt tokens
 		}
 		for _, c := range cases {
@@ -109,7 +109,7 @@ func TestServer(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("launcher did not exit within 30s of SIGTERM")
 		}
-		if left := processesOf(bin); len(left) > 0 {
+		if left := s.processes(); len(left) > 0 {
 			t.Errorf("processes left after SIGTERM: %v", left)
 		}
 		if _, err := os.Stat(s.shmDir); !os.IsNotExist(err) {

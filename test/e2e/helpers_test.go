@@ -375,8 +375,10 @@ func children(t *testing.T, ppid int) map[int]string {
 	return m
 }
 
-// processesOf lists live processes whose executable is in dir.
-func processesOf(dir string) []string {
+// processesOf lists live processes of the instance: the launcher, and every
+// process whose command line names the instance's run directory (the roles
+// get --config <run_dir>/config.json).
+func (s *server) processes() []string {
 	ents, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range ents {
@@ -384,9 +386,16 @@ func processesOf(dir string) []string {
 		if err != nil {
 			continue
 		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err == nil && filepath.Dir(exe) == dir {
-			out = append(out, fmt.Sprintf("%d %s", pid, exe))
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		args := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		if pid == s.cmd.Process.Pid || strings.Contains(args, s.runDir+string(os.PathSeparator)) || strings.Contains(args, s.instance) {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie is not running
+			}
+			out = append(out, fmt.Sprintf("%d %s", pid, args))
 		}
 	}
 	return out

@@ -67,6 +67,8 @@ type Backend struct {
 
 	mu     sync.Mutex
 	groups map[uint64]*group
+	// adopted are slots of earlier apiservers, for the dispatcher to free.
+	adopted [][]seqSlot
 }
 
 var _ apiserver.Backend = (*Backend)(nil)
@@ -103,6 +105,8 @@ func New(o Options) (*Backend, error) {
 		return nil, err
 	}
 	b.recover()
+	b.wg.Add(1)
+	go b.dispatch()
 	return b, nil
 }
 
@@ -120,8 +124,7 @@ func (b *Backend) recover() {
 				continue
 			}
 			aborted++
-			b.wg.Add(1)
-			go func() { defer b.wg.Done(); b.reap([]seqSlot{{slot: s, gen: r.Gen}}) }()
+			b.adopted = append(b.adopted, []seqSlot{{slot: s, gen: r.Gen}})
 		}
 	}
 	pipeline.SweepStops(b.region.Dir(), func(i int, gen uint32) bool {
@@ -139,16 +142,11 @@ func (b *Backend) recover() {
 	}
 }
 
-// Close stops every reader and the router pipe. In-flight groups are
-// aborted; their slots are freed by the next apiserver's recovery if they
-// had not finished.
+// Close stops the dispatcher and the router pipe. Slots still in use are
+// left to the next apiserver's recovery.
 func (b *Backend) Close() {
-	b.mu.Lock()
-	for _, g := range b.groups {
-		g.stop()
-	}
-	b.mu.Unlock()
 	b.cancel()
+	b.bell.Ring()
 	b.wg.Wait()
 	b.router.Close()
 }
@@ -263,11 +261,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	b.mu.Lock()
 	b.groups[id] = gr
 	b.mu.Unlock()
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		b.serve(gr)
-	}()
+	b.bell.Ring() // the dispatcher picks the group up
 	return &apiserver.Stream{ID: id, Events: gr.events}, nil
 }
 
@@ -334,6 +328,7 @@ func (b *Backend) Abort(id uint64) {
 	}
 	b.abortSlots(g.seqs)
 	g.stop()
+	b.bell.Ring()
 }
 
 // abortSlots sets the abort flag of slots still in flight and wakes the

@@ -8,26 +8,33 @@ import (
 	"github.com/lightllm-go/lightllm/shm"
 )
 
+// One dispatcher goroutine serves every group: woken by the apiserver's
+// doorbell (the detokenizer rings it after queueing text), it moves pieces
+// from the slots' text queues into the groups' event channels, and frees the
+// slots of groups that are over. A group whose reader is slow simply leaves
+// its pieces in shm (the detokenizer then waits for room), so no send ever
+// blocks and one wake-up serves all groups.
+
+// eventBuffer is each group's event channel capacity.
+const eventBuffer = 64
+
 // seqSlot is one sequence's slot.
 type seqSlot struct {
 	slot *shm.Slot
 	gen  uint32
 }
 
-// group is one submitted group being read.
+// group is one submitted group. The dispatcher owns everything but the
+// aborted channel.
 type group struct {
 	id       uint64
 	seqs     []seqSlot
+	st       []seqState
+	left     int
 	events   chan apiserver.Event
 	aborted  chan struct{}
 	stopOnce sync.Once
 }
-
-func newGroup(id uint64, seqs []seqSlot) *group {
-	return &group{id: id, seqs: seqs, events: make(chan apiserver.Event, 64), aborted: make(chan struct{})}
-}
-
-func (g *group) stop() { g.stopOnce.Do(func() { close(g.aborted) }) }
 
 // seqState is the reader's position in one sequence's text queue.
 type seqState struct {
@@ -36,78 +43,90 @@ type seqState struct {
 	done   bool
 }
 
-// serve delivers a group's pieces as events until every sequence has its
-// final piece or the group is aborted, then frees its slots.
-func (b *Backend) serve(g *group) {
-	defer func() {
-		b.mu.Lock()
-		delete(b.groups, g.id)
-		b.mu.Unlock()
-		b.reap(g.seqs)
-	}()
-	defer close(g.events)
-	st := make([]seqState, len(g.seqs))
-	left := len(g.seqs)
-	var buf []byte
-	for left > 0 {
+func newGroup(id uint64, seqs []seqSlot) *group {
+	return &group{id: id, seqs: seqs, st: make([]seqState, len(seqs)), left: len(seqs),
+		events: make(chan apiserver.Event, eventBuffer), aborted: make(chan struct{})}
+}
+
+func (g *group) stop() { g.stopOnce.Do(func() { close(g.aborted) }) }
+
+func (g *group) isAborted() bool {
+	select {
+	case <-g.aborted:
+		return true
+	default:
+		return false
+	}
+}
+
+// dispatch runs until the backend closes.
+func (b *Backend) dispatch() {
+	defer b.wg.Done()
+	var (
+		reaping [][]seqSlot
+		buf     []byte
+	)
+	for b.ctx.Err() == nil {
 		seen := b.bell.Seq()
-		for i, q := range g.seqs {
-			if st[i].done {
-				continue
+		b.mu.Lock()
+		groups := make([]*group, 0, len(b.groups))
+		for _, g := range b.groups {
+			groups = append(groups, g)
+		}
+		reaping = append(reaping, b.adopted...)
+		b.adopted = b.adopted[:0]
+		b.mu.Unlock()
+		for _, g := range groups {
+			if !g.isAborted() {
+				buf = b.pump(g, buf)
 			}
-			for !st[i].done {
-				p, ok, err := q.slot.PopText(buf)
-				if err != nil {
-					// The queue cannot be trusted: end the sequence with an error.
-					b.log.Error().Err(err).Int("slot", q.slot.Index).Msg("text queue")
-					b.abortSlots([]seqSlot{q})
-					st[i].done = true
-					left--
-					if !b.send(g, apiserver.Event{Seq: i, TokenID: -1, Finished: true, Reason: apiserver.FinishError, Err: err.Error()}) {
-						return
-					}
-					break
-				}
-				if !ok {
-					break
-				}
-				buf = p.Text[:0]
-				ev, keep := pieceEvent(q, &st[i], i, p)
-				if !keep {
-					continue
-				}
-				if ev.Finished {
-					left--
-				}
-				if !b.send(g, ev) {
-					return
-				}
+			if g.left == 0 || g.isAborted() {
+				close(g.events)
+				b.mu.Lock()
+				delete(b.groups, g.id)
+				b.mu.Unlock()
+				reaping = append(reaping, g.seqs)
 			}
 		}
-		if left == 0 {
-			return
+		kept := reaping[:0]
+		for _, seqs := range reaping {
+			if left := b.reap(seqs, &buf); len(left) > 0 {
+				kept = append(kept, left)
+			}
 		}
-		select {
-		case <-g.aborted:
-			return
-		case <-b.ctx.Done():
-			return
-		default:
-		}
+		reaping = kept
 		b.bell.Wait(seen, pollWait)
 	}
 }
 
-// send delivers one event unless the group was aborted (its reader is gone).
-func (b *Backend) send(g *group, ev apiserver.Event) bool {
-	select {
-	case g.events <- ev:
-		return true
-	case <-g.aborted:
-		return false
-	case <-b.ctx.Done():
-		return false
+// pump moves g's queued pieces into its event channel while it has room.
+func (b *Backend) pump(g *group, buf []byte) []byte {
+	for i, q := range g.seqs {
+		st := &g.st[i]
+		for !st.done && len(g.events) < cap(g.events) {
+			p, ok, err := q.slot.PopText(buf)
+			if err != nil {
+				// The queue cannot be trusted: end the sequence with an error.
+				b.log.Error().Err(err).Int("slot", q.slot.Index).Msg("text queue")
+				b.abortSlots([]seqSlot{q})
+				st.done = true
+				g.left--
+				g.events <- apiserver.Event{Seq: i, TokenID: -1, Finished: true, Reason: apiserver.FinishError, Err: err.Error()}
+				break
+			}
+			if !ok {
+				break
+			}
+			buf = p.Text[:0]
+			if ev, keep := pieceEvent(q, st, i, p); keep {
+				if ev.Finished {
+					g.left--
+				}
+				g.events <- ev
+			}
+		}
 	}
+	return buf
 }
 
 // pieceEvent turns a queued piece into an event. A piece whose source index
@@ -151,62 +170,42 @@ func finishReason(s *shm.Slot) apiserver.FinishReason {
 	return apiserver.FinishStop
 }
 
-// reap frees slots once nothing in the pipeline uses them any more: infer
-// released them (Finished or Aborted) and the detokenizer queued their last
-// piece. Text still queued is discarded. Slots still in flight get their
-// abort flag, so the wind-down is quick.
-func (b *Backend) reap(seqs []seqSlot) {
-	left := append([]seqSlot(nil), seqs...)
-	var buf []byte
-	aborted := false
-	for len(left) > 0 {
-		seen := b.bell.Seq()
-		kept := left[:0]
-		for _, q := range left {
-			st, gen := q.slot.Load()
-			if gen != q.gen || st == shm.StateFree {
-				pipeline.RemoveStops(b.region.Dir(), q.slot.Index, q.gen)
-				continue // freed already (by a recovery)
-			}
-			for {
-				p, ok, err := q.slot.PopText(buf)
-				if !ok || err != nil {
-					break
-				}
-				buf = p.Text[:0]
-			}
-			if (st == shm.StateFinished || st == shm.StateAborted) && q.slot.DetokDone.Load() != 0 && q.slot.TextQueued() == 0 {
-				if err := q.slot.Release(q.gen); err != nil {
-					b.log.Warn().Err(err).Int("slot", q.slot.Index).Msg("release")
-				}
-				pipeline.RemoveStops(b.region.Dir(), q.slot.Index, q.gen)
-				continue
-			}
-			kept = append(kept, q)
+// reap frees the slots nothing in the pipeline uses any more (infer
+// released them and the detokenizer queued their last piece), discarding
+// text still queued, and returns the others. Sequences the detokenizer has
+// not finished belong to a group that ended early (its client left): their
+// abort flag winds them down.
+func (b *Backend) reap(seqs []seqSlot, buf *[]byte) []seqSlot {
+	var left []seqSlot
+	for _, q := range seqs {
+		s := q.slot
+		st, gen := s.Load()
+		if gen != q.gen || st == shm.StateFree {
+			pipeline.RemoveStops(b.region.Dir(), s.Index, q.gen)
+			continue // freed already
 		}
-		left = kept
-		if len(left) == 0 {
-			return
-		}
-		if !aborted {
-			// Sequences the detokenizer has not finished belong to a group
-			// that ended early (client gone): stop them.
-			var running []seqSlot
-			for _, q := range left {
-				if q.slot.DetokDone.Load() == 0 {
-					running = append(running, q)
-				}
+		for {
+			p, ok, err := s.PopText(*buf)
+			if !ok || err != nil {
+				break
 			}
-			if len(running) > 0 {
-				b.abortSlots(running)
+			*buf = p.Text[:0]
+		}
+		released := st == shm.StateFinished || st == shm.StateAborted
+		// A torn slot is never decoded, so DetokDone would never come.
+		if released && (s.DetokDone.Load() != 0 && s.TextQueued() == 0 || s.Validate() != nil) {
+			if err := s.Release(q.gen); err != nil {
+				b.log.Warn().Err(err).Int("slot", s.Index).Msg("release")
 			}
-			aborted = true
+			pipeline.RemoveStops(b.region.Dir(), s.Index, q.gen)
+			continue
 		}
-		if b.ctx.Err() != nil {
-			return // the next apiserver's recovery frees them
+		if (st == shm.StateQueued || st == shm.StateRunning) && s.DetokDone.Load() == 0 && s.Abort.Load() == 0 {
+			b.abortSlots([]seqSlot{q})
 		}
-		b.bell.Wait(seen, pollWait)
+		left = append(left, q)
 	}
+	return left
 }
 
 // Active is the number of groups being served.

@@ -1,0 +1,337 @@
+package shmbackend
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/apiserver"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+type harness struct {
+	t      *testing.T
+	region *shm.Region
+	router *ipc.Puller
+	ep     string
+}
+
+func newHarness(t *testing.T, slots uint32) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := shm.Create(shm.CreateOptions{BaseDir: dir, Instance: "t", NoReserve: true,
+		Sizes: shm.Sizes{Slots: slots, MaxReqTotalLen: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Destroy() })
+	ep := "ipc://" + filepath.Join(dir, "router.sock")
+	p, err := ipc.NewPuller(ep, ipc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return &harness{t: t, region: r, router: p, ep: ep}
+}
+
+func (h *harness) backend() *Backend {
+	h.t.Helper()
+	b, err := New(Options{Region: h.region, RouterEndpoint: h.ep, MaxTotalTokens: 1000, Log: zerolog.Nop(),
+		DecodeIDs: func(ids []int32) string { return "<decoded>" }})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(b.Close)
+	return b
+}
+
+// recv waits for the next group message.
+func (h *harness) recv() *ipc.NewGroup {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := h.router.Recv(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	g, ok := m.(*ipc.NewGroup)
+	if !ok {
+		h.t.Fatalf("message %T", m)
+	}
+	return g
+}
+
+func greedy(maxNew int) apiserver.SamplingParams {
+	return apiserver.SamplingParams{Temperature: 1, TopP: 1, TopK: 1, RepetitionPenalty: 1, MaxNewTokens: maxNew,
+		MinNewTokens: 1, Seed: -1, ExponentialDecayLengthPenalty: apiserver.DecayPenalty{Start: 1, Factor: 1}}
+}
+
+func submit(t *testing.T, b *Backend, n int, p apiserver.SamplingParams) *apiserver.Stream {
+	t.Helper()
+	st, err := b.Submit(context.Background(), &apiserver.Group{Prompt: []int32{1, 5, 6}, N: n, Params: p, Arrival: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func slotOf(t *testing.T, r *shm.Region, ref ipc.SlotRef) *shm.Slot {
+	t.Helper()
+	s, err := r.Slot(int(ref.Index))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSubmitFillsSlots(t *testing.T) {
+	h := newHarness(t, 4)
+	b := h.backend()
+	p := greedy(10)
+	p.StopSequences = []apiserver.StopSequence{{Text: "The end", IDs: []int32{9, 10}}, {IDs: []int32{7}}, {IDs: []int32{3, 4}}}
+	st := submit(t, b, 2, p)
+	g := h.recv()
+	if g.GroupID != st.ID || len(g.Slots) != 2 {
+		t.Fatalf("message %+v for group %d", g, st.ID)
+	}
+	var seeds []int64
+	for i, ref := range g.Slots {
+		s := slotOf(t, h.region, ref)
+		if err := s.Check(ref.Gen, shm.StateQueued); err != nil {
+			t.Fatal(err)
+		}
+		prompt, _ := s.Prompt()
+		sp := s.Params()
+		if !slices.Equal(prompt, []int32{1, 5, 6}) || sp.MaxNewTokens != 10 || sp.TopK != 1 || !slices.Equal(sp.StopTokenIDs, []int32{7}) {
+			t.Errorf("slot %d: prompt %v params %+v", i, prompt, sp)
+		}
+		if s.RequestID.Load() != st.ID+uint64(i) || s.GroupID.Load() != st.ID || s.OwnerEpoch.Load() != b.Epoch() {
+			t.Errorf("slot %d: ids %d/%d epoch %d", i, s.RequestID.Load(), s.GroupID.Load(), s.OwnerEpoch.Load())
+		}
+		stops, err := pipeline.ReadStops(h.region.Dir(), s.Index, ref.Gen)
+		if err != nil || !slices.Equal(stops, []string{"The end", "<decoded>"}) {
+			t.Errorf("slot %d: stop strings %q, %v", i, stops, err)
+		}
+		seeds = append(seeds, sp.Seed)
+	}
+	if seeds[0] < 0 || seeds[1] < 0 || seeds[0] == seeds[1] {
+		t.Errorf("seeds %v: want two different concrete seeds", seeds)
+	}
+}
+
+func TestSubmitRefuses(t *testing.T) {
+	h := newHarness(t, 2)
+	b := h.backend()
+	cases := []struct {
+		name string
+		n    int
+		edit func(p *apiserver.SamplingParams)
+		want error
+	}{
+		{"more sequences than slots", 3, nil, apiserver.ErrOverloaded},
+		{"logit_bias", 1, func(p *apiserver.SamplingParams) { p.BannedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
+		{"allowed ids", 1, func(p *apiserver.SamplingParams) { p.AllowedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
+		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = 2 }, apiserver.ErrInvalidRequest},
+		{"decay penalty", 1, func(p *apiserver.SamplingParams) { p.ExponentialDecayLengthPenalty.Factor = 1.5 }, apiserver.ErrInvalidRequest},
+		{"too long for a slot", 1, func(p *apiserver.SamplingParams) { p.MaxNewTokens = 100 }, apiserver.ErrInvalidRequest},
+		{"n out of range", 9, nil, apiserver.ErrInvalidRequest},
+	}
+	for _, c := range cases {
+		p := greedy(10)
+		if c.edit != nil {
+			c.edit(&p)
+		}
+		_, err := b.Submit(context.Background(), &apiserver.Group{Prompt: []int32{1}, N: c.n, Params: p, Arrival: time.Now()})
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	for i := 0; i < h.region.NumSlots(); i++ {
+		if s, _ := h.region.Slot(i); s != nil {
+			if st, _ := s.Load(); st != shm.StateFree {
+				t.Errorf("slot %d left %v by a refused submit", i, st)
+			}
+		}
+	}
+}
+
+// pipelineRun plays router, infer and detokenizer for one slot: tokens,
+// one piece each (the second one queued twice, as a restarted
+// detokenizer may), and the finish.
+func pipelineRun(t *testing.T, s *shm.Slot, gen uint32, toks []int32, texts []string, fin shm.FinishStatus) {
+	t.Helper()
+	if err := s.Transition(gen, shm.StateQueued, shm.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	for i, tok := range toks {
+		s.SetOutput(i, tok)
+		st := shm.FinishNone
+		if i == len(toks)-1 {
+			st = fin
+		}
+		s.Publish(uint32(i+1), st)
+		piece := shm.TextPiece{Text: []byte(texts[i]), SrcIndex: uint32(i), Final: i == len(toks)-1}
+		if err := s.PushText(piece); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			s.PushText(piece) // the repeat
+		}
+	}
+	if err := s.MarkInferReleased(gen, shm.StateRunning, fin); err != nil {
+		t.Fatal(err)
+	}
+	s.DetokDone.Store(1)
+}
+
+func collect(t *testing.T, st *apiserver.Stream) []apiserver.Event {
+	t.Helper()
+	var evs []apiserver.Event
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev, ok := <-st.Events:
+			if !ok {
+				return evs
+			}
+			evs = append(evs, ev)
+		case <-timeout:
+			t.Fatal("events channel not closed")
+		}
+	}
+}
+
+// waitFree waits until slot s is free again.
+func waitFree(t *testing.T, s *shm.Slot) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, _ := s.Load(); st == shm.StateFree {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st, _ := s.Load()
+	t.Fatalf("slot %d still %v", s.Index, st)
+}
+
+func TestEventsAndRelease(t *testing.T) {
+	h := newHarness(t, 2)
+	b := h.backend()
+	p := greedy(10)
+	p.StopSequences = []apiserver.StopSequence{{Text: "zz"}}
+	st := submit(t, b, 1, p)
+	ref := h.recv().Slots[0]
+	s := slotOf(t, h.region, ref)
+	pipelineRun(t, s, ref.Gen, []int32{40, 41, 42}, []string{"a", "b", "c"}, shm.FinishLength)
+	b.bell.Ring()
+	evs := collect(t, st)
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3 (the repeat dropped): %+v", len(evs), evs)
+	}
+	for i, ev := range evs {
+		if ev.TokenID != int32(40+i) || ev.Text != string(rune('a'+i)) || ev.CountOutputTokens != i+1 || ev.Finished != (i == 2) {
+			t.Errorf("event %d: %+v", i, ev)
+		}
+	}
+	if evs[2].Reason != apiserver.FinishLength {
+		t.Errorf("finish reason %q", evs[2].Reason)
+	}
+	waitFree(t, s)
+	if stops, _ := pipeline.ReadStops(h.region.Dir(), s.Index, ref.Gen); stops != nil {
+		t.Errorf("stop file left: %q", stops)
+	}
+	if b.Active() != 0 {
+		t.Errorf("%d groups still active", b.Active())
+	}
+}
+
+func TestAbort(t *testing.T) {
+	h := newHarness(t, 2)
+	b := h.backend()
+	st := submit(t, b, 1, greedy(10))
+	ref := h.recv().Slots[0]
+	s := slotOf(t, h.region, ref)
+	b.Abort(st.ID)
+	b.Abort(st.ID) // idempotent
+	b.Abort(12345) // unknown
+	if s.Abort.Load() != 1 {
+		t.Fatal("abort flag not set")
+	}
+	collect(t, st)
+	// the router drops it, the detokenizer queues its finish marker
+	if err := s.MarkInferReleased(ref.Gen, shm.StateQueued, shm.FinishAborted); err != nil {
+		t.Fatal(err)
+	}
+	s.PushText(shm.TextPiece{Final: true})
+	s.DetokDone.Store(1)
+	b.bell.Ring()
+	waitFree(t, s)
+}
+
+// TestRecovery: a new apiserver aborts and frees the slots of the one
+// before it.
+func TestRecovery(t *testing.T) {
+	h := newHarness(t, 4)
+	old := h.backend()
+	submit(t, old, 2, greedy(10))
+	g := h.recv()
+	old.Close() // the old apiserver dies with its slots in flight
+	b := h.backend()
+	if b.Epoch() != old.Epoch()+1 {
+		t.Errorf("epoch %d after %d", b.Epoch(), old.Epoch())
+	}
+	for _, ref := range g.Slots {
+		s := slotOf(t, h.region, ref)
+		if s.Abort.Load() != 1 || s.OwnerEpoch.Load() != b.Epoch() {
+			t.Fatalf("slot %d: abort %d owner epoch %d", s.Index, s.Abort.Load(), s.OwnerEpoch.Load())
+		}
+		s.MarkInferReleased(ref.Gen, shm.StateQueued, shm.FinishAborted)
+		s.PushText(shm.TextPiece{Final: true})
+		s.DetokDone.Store(1)
+	}
+	b.bell.Ring()
+	for _, ref := range g.Slots {
+		waitFree(t, slotOf(t, h.region, ref))
+	}
+}
+
+func TestStatus(t *testing.T) {
+	h := newHarness(t, 2)
+	b := h.backend()
+	if b.Ready() {
+		t.Error("ready before router and infer started")
+	}
+	if b.MaxTotalTokens() != 1000 {
+		t.Errorf("max total tokens %d before infer published it", b.MaxTotalTokens())
+	}
+	h.region.BeginEpoch(shm.RoleRouter)
+	h.region.BeginEpoch(shm.RoleInfer)
+	l := h.region.Load()
+	l.MaxTotalTokenNum.Store(800)
+	l.FreeKVTokens.Store(600)
+	l.EvictableKVTokens.Store(100)
+	l.EstimatedPeak.Store(400)
+	if !b.Ready() || b.MaxTotalTokens() != 800 {
+		t.Errorf("ready %v max %d", b.Ready(), b.MaxTotalTokens())
+	}
+	tl := b.TokenLoad()
+	if tl.CurrentLoad[0] != 0.125 || tl.DynamicMaxLoad[0] != 0.5 {
+		t.Errorf("token load %+v", tl)
+	}
+	if !b.Healthy() {
+		t.Error("idle server not healthy")
+	}
+	l.Running.Store(1)
+	l.LastProgressUnixNano.Store(time.Now().Add(-time.Hour).UnixNano())
+	if b.Healthy() {
+		t.Error("healthy with requests in flight and no progress for an hour")
+	}
+}

@@ -1,0 +1,232 @@
+package model
+
+import (
+	"math"
+
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+)
+
+// llama.cpp calls the C library's expf and sincosf, whose results are not
+// always correctly rounded, so rounding a float64 exp or sin in Go differs
+// from them now and then. These are ports of glibc 2.36's implementations
+// (from Arm's optimized-routines) as selected on x86-64 CPUs with FMA:
+// every operation the compiler fused there is fused here too.
+
+// expf2Tab is glibc's __exp2f_data.tab: bits(2^(i/32)) - (i<<52)/32.
+var expf2Tab = [32]uint64{
+	0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+	0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+	0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+	0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+	0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+	0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+	0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+	0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+}
+
+const (
+	expfInvLn2N = 0x1.71547652b82fep+5 // 32/ln2
+	expfShift   = 0x1.8p+52
+	expfC0      = 0x1.c6af84b912394p-20
+	expfC1      = 0x1.ebfce50fac4f3p-13
+	expfC2      = 0x1.62e42ff0c52d6p-6
+)
+
+// expf is glibc's expf (__expf_fma).
+func expf(x float32) float32 {
+	ix := math.Float32bits(x)
+	if (ix>>20)&0x7ff > 0x42a { // |x| >= 88 (or inf / nan)
+		switch {
+		case ix == 0xff800000: // -inf
+			return 0
+		case (ix>>20)&0x7ff > 0x7f7: // +inf or nan
+			return x + x
+		case x > 0x1.62e42ep6: // overflow
+			return float32(math.Inf(1))
+		case x < -0x1.9fe368p6: // underflow to zero
+			return 0
+		case x < -0x1.9d1d9ep6: // may underflow: 0x1.4p-75f*0x1p-75f
+			return 0x1p-149
+		}
+	}
+	xd := float64(x)
+	kd := math.FMA(expfInvLn2N, xd, expfShift)
+	ki := math.Float64bits(kd)
+	kd -= expfShift
+	r := math.FMA(expfInvLn2N, xd, -kd)
+	z := math.FMA(expfC0, r, expfC1)
+	r2 := r * r
+	y := math.FMA(r, expfC2, 1)
+	y = math.FMA(z, r2, y)
+	s := math.Float64frombits(expf2Tab[ki%32] + ki<<47)
+	return float32(y * s)
+}
+
+// sincosfTab is glibc 2.36's __sincosf_table in its in-memory order:
+// sign[4], hpi_inv (2/pi * 2^24), hpi, c0, c1, s1, c2, s2, c3, s3, c4.
+// The second entry negates the cosine polynomial.
+var sincosfTab = [2][14]float64{
+	{1, -1, -1, 1, 0x1.45f306dc9c883p+23, 0x1.921fb54442d18p+0, 1, -0x1.ffffffd0c621cp-2,
+		-0x1.555545995a603p-3, 0x1.55553e1068f19p-5, 0x1.1107605230bc4p-7, -0x1.6c087e89a359dp-10,
+		-0x1.994eb3774cf24p-13, 0x1.99343027bf8c3p-16},
+	{1, -1, -1, 1, 0x1.45f306dc9c883p+23, 0x1.921fb54442d18p+0, -1, 0x1.ffffffd0c621cp-2,
+		-0x1.555545995a603p-3, -0x1.55553e1068f19p-5, 0x1.1107605230bc4p-7, 0x1.6c087e89a359dp-10,
+		-0x1.994eb3774cf24p-13, -0x1.99343027bf8c3p-16},
+}
+
+const (
+	scHpiInv = 4
+	scHpi    = 5
+	scC0     = 6
+	scC1     = 7
+	scS1     = 8
+	scC2     = 9
+	scS2     = 10
+	scC3     = 11
+	scS3     = 12
+	scC4     = 13
+)
+
+// invPio4 is 4/pi to 192 bits, 8 new bits per entry.
+var invPio4 = [24]uint32{
+	0xa2, 0xa2f9, 0xa2f983, 0xa2f9836e, 0xf9836e4e, 0x836e4e44, 0x6e4e4415, 0x4e441529,
+	0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1, 0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0,
+	0x34ddc0db, 0xddc0db62, 0xc0db6295, 0xdb629599, 0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041,
+}
+
+// sincosf is glibc's sincosf (__sincosf_fma).
+func sincosf(y float32) (sin, cos float32) {
+	iy := math.Float32bits(y)
+	top := (iy >> 20) & 0x7ff
+	x := float64(y)
+	switch {
+	case top <= 0x3f3: // |y| < pi/4
+		if top <= 0x397 { // |y| < 2^-12
+			return y, 1
+		}
+		return sincosfPoly(x, x*x, &sincosfTab[0], 0)
+	case top <= 0x42e: // |y| < 120
+		p := &sincosfTab[0]
+		n := (int32(x*p[scHpiInv]) + 0x800000) >> 24
+		r := math.FMA(-float64(n), p[scHpi], x)
+		s := p[n&3]
+		if n&2 != 0 {
+			p = &sincosfTab[1]
+		}
+		return sincosfPoly(r*s, r*r, p, int(n))
+	case top <= 0x7f7:
+		sign := int(iy >> 31)
+		r, n := sincosfReduceLarge(iy)
+		p := &sincosfTab[0]
+		s := p[(n+sign)&3]
+		if (n+sign)&2 != 0 {
+			p = &sincosfTab[1]
+		}
+		return sincosfPoly(r*s, r*r, p, n)
+	}
+	nan := y - y
+	return nan, nan
+}
+
+func sincosfPoly(x, x2 float64, p *[14]float64, n int) (sin, cos float32) {
+	x3 := x2 * x
+	x4 := x2 * x2
+	x5 := x2 * x3
+	x6 := x2 * x4
+	s1 := math.FMA(x2, p[scS3], p[scS2])
+	c2 := math.FMA(x2, p[scC4], p[scC3])
+	c1 := math.FMA(x2, p[scC1], p[scC0])
+	s := math.FMA(x3, p[scS1], x)
+	c := math.FMA(x4, p[scC2], c1)
+	sv := float32(math.FMA(s1, x5, s))
+	cv := float32(math.FMA(c2, x6, c))
+	if n&1 != 0 {
+		return cv, sv
+	}
+	return sv, cv
+}
+
+// sincosfReduceLarge reduces |y| >= 120 modulo pi/2 with integer
+// arithmetic on a 192-bit 4/pi (the result is in [-pi/4, pi/4]).
+func sincosfReduceLarge(xi uint32) (float64, int) {
+	arr := invPio4[(xi>>26)&15:]
+	shift := (xi >> 23) & 7
+	xi = (xi&0xffffff | 0x800000) << shift
+	res0 := uint64(xi * arr[0])
+	res1 := uint64(xi) * uint64(arr[4])
+	res2 := uint64(xi) * uint64(arr[8])
+	res0 = res2>>32 | res0<<32
+	res0 += res1
+	n := (res0 + 1<<61) >> 62
+	res0 -= n << 62
+	return float64(int64(res0)) * 0x1.921fb54442d18p-62, int(n)
+}
+
+// vExpf16 is one lane of ggml_v_expf as built for AVX-512 (llama.cpp's
+// vectorised exp in SiLU): a degree-5 polynomial and _mm512_scalef_ps.
+func vExpf16(x float32) float32 {
+	z := fma32(x, 0x1.715476p+0, 0x1.8p23)
+	n := z - 0x1.8p23
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	u := b * b
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)),
+		u, fma32(0x1.ffffecp-1, b, 1))
+	if abs32(n) > 192 {
+		if n <= 0 {
+			return 0
+		}
+		return float32(math.Inf(1))
+	}
+	return float32(math.Ldexp(float64(j), int(n))) // scalef: one rounding
+}
+
+// vExpf8 is one lane of ggml_v_expf as built for AVX2+FMA.
+func vExpf8(x float32) float32 {
+	z := fma32(x, 0x1.715476p+0, 0x1.8p23)
+	n := z - 0x1.8p23
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	e := math.Float32bits(z) << 23
+	k := math.Float32frombits(e + math.Float32bits(1))
+	u := b * b
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)),
+		u, float32(0x1.ffffecp-1*b))
+	an := abs32(n)
+	if an <= 126 {
+		return fma32(k, j, k)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	if an > 192 {
+		return s1 * s1
+	}
+	s2 := math.Float32frombits(e - g)
+	return fma32(s2, j, s2) * s1
+}
+
+// siluRow sets y[i] = silu(x[i]) * g[i] as ggml_vec_swiglu_f32: whole
+// vectors of lanes with ggml_v_silu, the rest with expf.
+func siluRow(y, x, g []float32, lanes int) {
+	g = g[:len(x)]
+	y = y[:len(x)]
+	nv := len(x) / lanes * lanes
+	for i, v := range x[:nv] {
+		var ex float32
+		if lanes == 16 {
+			ex = vExpf16(0 - v)
+		} else {
+			ex = vExpf8(0 - v)
+		}
+		y[i] = v / (1 + ex) * g[i]
+	}
+	for i := nv; i < len(x); i++ {
+		v := x[i]
+		y[i] = v / (1 + expf(-v)) * g[i]
+	}
+}
+
+func fma32(a, b, c float32) float32 { return tensor.FMA32(a, b, c) }
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

@@ -1,0 +1,255 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/shm"
+)
+
+func roleConfig(t *testing.T, policy string) *config.Config {
+	t.Helper()
+	c := config.DefaultConfig()
+	base := t.TempDir()
+	c.Instance, c.RunDir, c.ShmDir = "t", filepath.Join(base, "run"), filepath.Join(base, "lightllm-t")
+	c.MaxTotalTokenNum, c.MaxReqTotalLen, c.RunningMaxReqSize, c.MaxWaitingReqs = 4096, 256, 4, 4
+	c.BatchMaxTokens, c.ChunkedPrefillSize = 1024, 512
+	c.RouterPolicy = policy
+	return &c
+}
+
+func newTestRole(t *testing.T, cfg *config.Config) *role {
+	t.Helper()
+	rr, err := newRole(context.Background(), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rr.close)
+	return rr
+}
+
+// queue plays the apiserver: a filled, Queued slot.
+func queue(t *testing.T, r *shm.Region, group uint64, prompt int, maxNew uint32) (*shm.Slot, uint32) {
+	t.Helper()
+	s, gen, err := r.Alloc(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, prompt)
+	p := shm.Params{MaxNewTokens: maxNew, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1}
+	if err := s.Fill(gen, shm.Request{RequestID: group, GroupID: group, Arrival: time.Now(), Prompt: ids, Params: p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transition(gen, shm.StateAllocated, shm.StateQueued); err != nil {
+		t.Fatal(err)
+	}
+	return s, gen
+}
+
+func msg(group uint64, refs ...[2]uint32) *ipc.NewGroup {
+	g := &ipc.NewGroup{GroupID: group, Arrival: time.Now()}
+	for _, r := range refs {
+		g.Slots = append(g.Slots, ipc.SlotRef{Index: r[0], Gen: r[1]})
+	}
+	return g
+}
+
+// commands pops everything on the ring.
+func commands(t *testing.T, r *shm.Region) []shm.Command {
+	t.Helper()
+	var out []shm.Command
+	for {
+		c, ok, err := r.Commands().Pop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, shm.Command{Op: c.Op, Slot: c.Slot, Gen: c.Gen, Arg: c.Arg})
+	}
+}
+
+func step(t *testing.T, rr *role) {
+	t.Helper()
+	if err := rr.step(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRoleAdmitsAndReleases(t *testing.T) {
+	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	r := rr.region
+	s, gen := queue(t, r, 8, 10, 16)
+	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	step(t, rr)
+	want := []shm.Command{{Op: shm.OpNew, Slot: uint32(s.Index), Gen: gen}}
+	if got := commands(t, r); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("commands %v, want %v", got, want)
+	}
+	if st, _ := s.Load(); st != shm.StateRunning || s.RouterMarks.Load()&shm.MarkNewSent == 0 {
+		t.Fatalf("slot %v marks %b after admission", st, s.RouterMarks.Load())
+	}
+	if r.Load().Running.Load() != 1 || r.Load().EstimatedPeak.Load() <= 0 {
+		t.Errorf("load running %d peak %d", r.Load().Running.Load(), r.Load().EstimatedPeak.Load())
+	}
+	// infer finishes it
+	s.Publish(5, shm.FinishLength)
+	if err := s.MarkInferReleased(gen, shm.StateRunning, shm.FinishLength); err != nil {
+		t.Fatal(err)
+	}
+	step(t, rr)
+	if len(rr.entries) != 0 || rr.sched.Stats().Finished != 1 || rr.sched.Stats().EMA == 2048 {
+		t.Errorf("after release: %d entries, stats %+v", len(rr.entries), rr.sched.Stats())
+	}
+	if r.Load().Running.Load() != 0 {
+		t.Errorf("load running %d after release", r.Load().Running.Load())
+	}
+	// a repeated message for the finished slot changes nothing
+	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	step(t, rr)
+	if got := commands(t, r); len(got) != 0 {
+		t.Errorf("commands %v for a finished slot", got)
+	}
+}
+
+// TestRoleRecover: a restarted router rebuilds its queues from the slot
+// table and never admits a request twice.
+func TestRoleRecover(t *testing.T) {
+	cfg := roleConfig(t, PolicyPastFuture)
+	first := newTestRole(t, cfg)
+	r := first.region
+	queued, qgen := queue(t, r, 8, 10, 16)
+	sent, sgen := queue(t, r, 16, 10, 16)
+	unsent, ugen := queue(t, r, 24, 10, 16)
+	done, dgen := queue(t, r, 32, 10, 16)
+	for _, x := range []struct {
+		s    *shm.Slot
+		gen  uint32
+		mark uint32
+	}{{sent, sgen, shm.MarkNewSent}, {unsent, ugen, 0}, {done, dgen, shm.MarkNewSent}} {
+		x.s.Transition(x.gen, shm.StateQueued, shm.StateRunning)
+		x.s.RouterMarks.Store(x.mark)
+	}
+	done.MarkInferReleased(dgen, shm.StateRunning, shm.FinishLength)
+
+	rr := newTestRole(t, cfg) // the restarted router
+	if err := rr.recover(); err != nil {
+		t.Fatal(err)
+	}
+	got := commands(t, r)
+	if len(got) != 1 || got[0] != (shm.Command{Op: shm.OpNew, Slot: uint32(unsent.Index), Gen: ugen}) {
+		t.Fatalf("after recovery: commands %v, want only NEW for the unsent slot %d", got, unsent.Index)
+	}
+	step(t, rr)
+	got = commands(t, r)
+	if len(got) != 1 || got[0] != (shm.Command{Op: shm.OpNew, Slot: uint32(queued.Index), Gen: qgen}) {
+		t.Fatalf("first step: commands %v, want NEW for the queued slot %d", got, queued.Index)
+	}
+	if st := rr.sched.Stats(); st.Running != 3 || st.Waiting != 0 {
+		t.Errorf("running %d waiting %d, want 3 and 0", st.Running, st.Waiting)
+	}
+	rr.onGroup(msg(8, [2]uint32{uint32(queued.Index), qgen})) // the late message
+	step(t, rr)
+	if got := commands(t, r); len(got) != 0 {
+		t.Errorf("a late message caused commands %v", got)
+	}
+}
+
+func TestRoleAborts(t *testing.T) {
+	rr := newTestRole(t, roleConfig(t, PolicyConservative))
+	r := rr.region
+	run, rgen := queue(t, r, 8, 10, 16)
+	rr.onGroup(msg(8, [2]uint32{uint32(run.Index), rgen}))
+	step(t, rr)
+	commands(t, r)
+	wait, wgen := queue(t, r, 16, 10, 16)
+	wait.Abort.Store(1)
+	rr.onGroup(msg(16, [2]uint32{uint32(wait.Index), wgen}))
+	run.Abort.Store(1)
+	step(t, rr)
+	step(t, rr)
+	got := commands(t, r)
+	if len(got) != 1 || got[0] != (shm.Command{Op: shm.OpAbort, Slot: uint32(run.Index), Gen: rgen}) {
+		t.Errorf("commands %v, want one ABORT for slot %d", got, run.Index)
+	}
+	if st, _ := wait.Load(); st != shm.StateAborted || wait.InferReleased.Load() != 1 ||
+		shm.FinishStatus(wait.FinishStatus.Load()) != shm.FinishAborted {
+		t.Errorf("aborted waiting request: state %v released %d finish %v", st, wait.InferReleased.Load(), wait.FinishStatus.Load())
+	}
+	if run.RouterMarks.Load()&shm.MarkAbortSent == 0 {
+		t.Error("ABORT not marked as sent")
+	}
+}
+
+func TestRoleStopMatched(t *testing.T) {
+	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	r := rr.region
+	s, gen := queue(t, r, 8, 10, 16)
+	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	step(t, rr)
+	commands(t, r)
+	s.StopMatchedIndex.Store(3)
+	s.StopMatched.Store(1)
+	step(t, rr)
+	step(t, rr)
+	got := commands(t, r)
+	if len(got) != 1 || got[0] != (shm.Command{Op: shm.OpStopMatched, Slot: uint32(s.Index), Gen: gen, Arg: 3}) {
+		t.Errorf("commands %v, want one STOP_MATCHED", got)
+	}
+}
+
+// TestRoleReconcile: a queued slot whose message was lost is adopted from
+// the slot table on the second scan that finds it.
+func TestRoleReconcile(t *testing.T) {
+	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	r := rr.region
+	s, gen := queue(t, r, 8, 10, 16)
+	rr.reconcile()
+	if len(rr.entries) != 0 {
+		t.Fatal("adopted on the first scan: the message may still be on its way")
+	}
+	rr.reconcile()
+	step(t, rr)
+	if got := commands(t, r); len(got) != 1 || got[0].Slot != uint32(s.Index) || got[0].Gen != gen {
+		t.Errorf("commands %v after reconcile", got)
+	}
+}
+
+// TestRoleGroups: the members of one group are admitted together.
+func TestRoleGroups(t *testing.T) {
+	cfg := roleConfig(t, PolicyConservative)
+	cfg.RunningMaxReqSize = 3
+	rr := newTestRole(t, cfg)
+	r := rr.region
+	a, ag := queue(t, r, 8, 10, 16)
+	rr.onGroup(msg(8, [2]uint32{uint32(a.Index), ag}))
+	var refs [][2]uint32
+	for range 3 {
+		s, g := queue(t, r, 16, 10, 16)
+		refs = append(refs, [2]uint32{uint32(s.Index), g})
+	}
+	rr.onGroup(msg(16, refs...))
+	step(t, rr)
+	if got := commands(t, r); len(got) != 1 {
+		t.Errorf("%d NEW commands; the 3-member group must wait for room for all of it", len(got))
+	}
+}
+
+func TestRoleRejectsOracle(t *testing.T) {
+	_, err := newRole(context.Background(), roleConfig(t, PolicyOracle), zerolog.Nop())
+	if err == nil {
+		t.Fatal("the oracle policy was accepted by the router role")
+	}
+	_, err = newRole(context.Background(), roleConfig(t, "fifo"), zerolog.Nop())
+	if !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("unknown policy: %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Validates deploy/kubernetes/ (issue 13):
+#  1. kubeconform (installed from the Go module proxy into a temp GOBIN, never
+#     into the repository) checks the core objects — Deployments, Services,
+#     ConfigMap, RBAC — against the Kubernetes JSON schemas, strictly
+#     (unknown fields and duplicate keys fail). The custom resources
+#     (InferencePool, HTTPRoute) are checked against the CRDs-catalog schemas
+#     when those can be fetched, and skipped otherwise.
+#     kubeconform downloads the schemas at run time; without network access
+#     (or with no module proxy) this step reports SKIPPED, not passed.
+#  2. go test ./pkg/deploytest: the cross-object and code-level checks
+#     (labels, probes, the shm emptyDir against the real shm layout, grace
+#     period vs --graceful_timeout, InferencePool selector vs the pods, the
+#     EPP's engineConfigs against the metric names the API port serves).
+#
+# Environment: KUBECONFORM_VERSION (default v0.8.0), KUBERNETES_VERSION
+# (default 1.33.0), KUBECONFORM_SCHEMA_LOCATION (an extra -schema-location,
+# e.g. a local mirror of the schemas for offline use).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+KUBECONFORM_VERSION=${KUBECONFORM_VERSION:-v0.8.0}
+KUBERNETES_VERSION=${KUBERNETES_VERSION:-1.33.0}
+manifests="$repo/deploy/kubernetes"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/validate-manifests.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+status=0
+
+echo "==> kubeconform $KUBECONFORM_VERSION (Kubernetes $KUBERNETES_VERSION)"
+if ! (cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
+    go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION") >"$tmp/install.log" 2>&1; then
+  tail -3 "$tmp/install.log"
+  echo "SKIPPED: kubeconform could not be installed from the module proxy"
+else
+  # Object files only: the Helm values file is not a Kubernetes object.
+  files=()
+  for f in "$manifests"/*.yaml; do
+    [ "$(basename "$f")" = llm-d-router-values.yaml ] || files+=("$f")
+  done
+  locations=(-schema-location default
+    -schema-location 'https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json')
+  [ -n "${KUBECONFORM_SCHEMA_LOCATION:-}" ] && locations+=(-schema-location "$KUBECONFORM_SCHEMA_LOCATION")
+  set +e
+  "$tmp/bin/kubeconform" -strict -summary -output text -kubernetes-version "$KUBERNETES_VERSION" \
+    -cache "$tmp" "${locations[@]}" -ignore-missing-schemas "${files[@]}" >"$tmp/out.txt" 2>&1
+  rc=$?
+  set -e
+  if grep -q 'failed downloading schema\|could not find schema\|no such host' "$tmp/out.txt"; then
+    grep -m1 'failed downloading schema\|could not find schema\|no such host' "$tmp/out.txt" | cut -c1-240
+    grep '^Summary' "$tmp/out.txt" || true
+    # Offline: an error fetching a schema says nothing about the manifests.
+    if grep -v 'failed downloading schema\|could not find schema\|no such host\|^Summary' "$tmp/out.txt" | grep -q 'is invalid\|failed validation'; then
+      echo "FAILED: kubeconform found invalid objects"; status=1
+    else
+      echo "SKIPPED: the Kubernetes JSON schemas could not be downloaded (set KUBECONFORM_SCHEMA_LOCATION to a local copy)"
+    fi
+  elif cat "$tmp/out.txt" && [ $rc -ne 0 ]; then
+    echo "FAILED: kubeconform"; status=1
+  else
+    echo "PASSED: kubeconform"
+  fi
+fi
+
+echo "==> go test ./pkg/deploytest"
+if (cd "$repo" && go test -count=1 ./pkg/deploytest); then
+  echo "PASSED: pkg/deploytest"
+else
+  echo "FAILED: pkg/deploytest"; status=1
+fi
+exit $status
