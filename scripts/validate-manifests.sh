@@ -8,14 +8,24 @@
 #     when those can be fetched, and skipped otherwise.
 #     kubeconform downloads the schemas at run time; without network access
 #     (or with no module proxy) this step reports SKIPPED, not passed.
-#  2. go test ./pkg/deploytest: the cross-object and code-level checks
+#  2. kubectl-validate (sigs.k8s.io/kubectl-validate, the pin llm-d-router
+#     uses, same install route) validates every object, custom resources
+#     included, with the Kubernetes schemas built into it (so it works
+#     offline) and the CRDs of the Go modules sigs.k8s.io/gateway-api and
+#     sigs.k8s.io/gateway-api-inference-extension (fetched with
+#     `go mod download` into the module cache; nothing is copied into the
+#     repository). Its first build takes minutes (k8s.io dependencies);
+#     SKIP_KUBECTL_VALIDATE=1 skips it.
+#  3. go test ./pkg/deploytest: the cross-object and code-level checks
 #     (labels, probes, the shm emptyDir against the real shm layout, grace
 #     period vs --graceful_timeout, InferencePool selector vs the pods, the
 #     EPP's engineConfigs against the metric names the API port serves).
 #
 # Environment: KUBECONFORM_VERSION (default v0.8.0), KUBERNETES_VERSION
 # (default 1.33.0), KUBECONFORM_SCHEMA_LOCATION (an extra -schema-location,
-# e.g. a local mirror of the schemas for offline use).
+# e.g. a local mirror of the schemas for offline use), KUBECTL_VALIDATE_VERSION
+# (v0.0.4), KUBECTL_VALIDATE_K8S (1.30: the newest schemas v0.0.4 embeds),
+# GAIE_VERSION (v1.5.0), GATEWAY_API_VERSION (v1.5.1), BUILD_JOBS (1).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 KUBECONFORM_VERSION=${KUBECONFORM_VERSION:-v0.8.0}
@@ -58,6 +68,42 @@ else
     echo "FAILED: kubeconform"; status=1
   else
     echo "PASSED: kubeconform"
+  fi
+fi
+
+KUBECTL_VALIDATE_VERSION=${KUBECTL_VALIDATE_VERSION:-v0.0.4}
+KUBECTL_VALIDATE_K8S=${KUBECTL_VALIDATE_K8S:-1.30}
+GAIE_VERSION=${GAIE_VERSION:-v1.5.0}
+GATEWAY_API_VERSION=${GATEWAY_API_VERSION:-v1.5.1}
+BUILD_JOBS=${BUILD_JOBS:-1}
+echo "==> kubectl-validate $KUBECTL_VALIDATE_VERSION (Kubernetes $KUBECTL_VALIDATE_K8S schemas; CRDs of gateway-api-inference-extension $GAIE_VERSION, gateway-api $GATEWAY_API_VERSION)"
+moddir() { # moddir MODULE@VERSION: its directory in the module cache
+  (cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$1" 2>/dev/null) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+if [ "${SKIP_KUBECTL_VALIDATE:-0}" = 1 ]; then
+  echo "SKIPPED: SKIP_KUBECTL_VALIDATE=1"
+elif ! (cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOMAXPROCS=$BUILD_JOBS \
+    nice -n 19 go install -p "$BUILD_JOBS" "sigs.k8s.io/kubectl-validate@$KUBECTL_VALIDATE_VERSION") >"$tmp/kv-install.log" 2>&1; then
+  tail -3 "$tmp/kv-install.log"
+  echo "SKIPPED: kubectl-validate could not be installed from the module proxy"
+else
+  gaie=$(moddir "sigs.k8s.io/gateway-api-inference-extension@$GAIE_VERSION")
+  gwapi=$(moddir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
+  mkdir -p "$tmp/crds"
+  if [ -n "$gaie" ] && [ -n "$gwapi" ] &&
+     cp "$gaie/config/crd/bases/inference.networking.k8s.io_inferencepools.yaml" \
+        "$gwapi/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml" "$tmp/crds/"; then
+    files=()
+    for f in "$manifests"/*.yaml; do
+      [ "$(basename "$f")" = llm-d-router-values.yaml ] || files+=("$f")
+    done
+    if "$tmp/bin/kubectl-validate" --version "$KUBECTL_VALIDATE_K8S" --local-crds "$tmp/crds" "${files[@]}"; then
+      echo "PASSED: kubectl-validate"
+    else
+      echo "FAILED: kubectl-validate"; status=1
+    fi
+  else
+    echo "SKIPPED: the InferencePool / HTTPRoute CRDs could not be fetched from the module proxy"
   fi
 fi
 

@@ -48,6 +48,17 @@
 // free memory minus (1 - MemFraction) of the total, as LightLLM profiles
 // max_total_token_num.
 //
+// Structure and tests: core (core.go, corefwd.go, coreload.go; no build
+// tag) is the whole host side — weight upload, scratch, batch metadata, the
+// kernel/GEMM sequence with its arguments — written against a small device
+// interface; device_cuda.go implements it with the driver, cuBLAS and the
+// NVRTC-built module. The default `go test` runs core over a test double
+// that re-implements each kernel in Go (emu_*_test.go) and checks every
+// launch's arguments against kernels.cu's parameter lists, comparing logits
+// with the CPU engine and running pkg/engine on top. What only a GPU can
+// check (the CUDA code itself, cuBLAS, speed) is in gpu_test.go, driven by
+// scripts/gpu-check.sh.
+//
 // Device choice: Options.DeviceUUID (as nvidia-smi -L and NVML print it) is
 // matched against the UUID the CUDA driver reports for each device, so the
 // device is the one NVML (pkg/gpu, the health role) watches whatever

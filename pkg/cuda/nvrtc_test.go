@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
@@ -48,6 +49,22 @@ func TestKernelsCompile(t *testing.T) {
 		}
 		if after, _ := os.ReadDir(cache); len(after) != len(entries) {
 			t.Errorf("cache grew on a hit: %d -> %d files", len(entries), len(after))
+		}
+	}
+}
+
+// TestLibrariesBind resolves every driver, cuBLAS and NVRTC entry point the
+// backend uses from the libraries installed here (no GPU needed to dlsym).
+func TestLibrariesBind(t *testing.T) {
+	l := newLibs()
+	defer l.free()
+	for name, load := range map[string]func() error{"driver": l.loadDriver, "cuBLAS": l.loadCublas, "NVRTC": l.loadNVRTC} {
+		if err := load(); err != nil {
+			if strings.Contains(err.Error(), "cannot load") {
+				t.Logf("%s not installed here: %v", name, err)
+				continue
+			}
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

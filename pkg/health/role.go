@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -61,6 +62,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		m.GPU = GPUCheck(dev)
 	}
 	statusPath := filepath.Join(cfg.RunDir, StatusFileName)
+	defer os.Remove(statusPath) // a report of a stopped instance would mislead
 	m.Publish = func(r Report) {
 		publishMetrics(mc, r)
 		if err := writeFileAtomic(statusPath, append(r.JSON(), '\n')); err != nil {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,17 +11,21 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
-// sendLoop calls Counter n times and returns the total and the slowest call.
-func sendLoop(c *Client, n int) (total, slowest time.Duration) {
+// sendLoop calls Counter n times and returns the total time and the 99.9th
+// percentile of one call. (The single slowest call on a shared machine
+// measures the OS scheduler, not us; a send that waited for the metric role
+// would show in the percentile.)
+func sendLoop(c *Client, n int) (total, p999 time.Duration) {
+	each := make([]time.Duration, n)
 	start := time.Now()
-	for i := 0; i < n; i++ {
+	for i := range each {
 		t0 := time.Now()
 		c.Counter(RequestCount, 1)
-		if d := time.Since(t0); d > slowest {
-			slowest = d
-		}
+		each[i] = time.Since(t0)
 	}
-	return time.Since(start), slowest
+	total = time.Since(start)
+	slices.Sort(each)
+	return total, each[n*999/1000]
 }
 
 func newTestClient(t *testing.T, endpoint, role string) *Client {
@@ -50,15 +55,15 @@ func TestClientSurvivesMetricRoleRestart(t *testing.T) {
 	stop1()
 
 	const n = 200000
-	total, slowest := sendLoop(c, n)
+	total, p999 := sendLoop(c, n)
 	_, dropped := c.Stats()
-	t.Logf("metric role down: %d sends in %v (%.0f ns each), slowest %v, dropped %d",
-		n, total, float64(total.Nanoseconds())/n, slowest, dropped)
+	t.Logf("metric role down: %d sends in %v (%.0f ns each), p99.9 %v, dropped %d",
+		n, total, float64(total.Nanoseconds())/n, p999, dropped)
 	if per := total / n; per > 20*time.Microsecond {
 		t.Errorf("a send costs %v with the metric role down", per)
 	}
-	if slowest > 100*time.Millisecond {
-		t.Errorf("slowest send took %v with the metric role down", slowest)
+	if p999 > time.Millisecond {
+		t.Errorf("99.9%% of sends took up to %v with the metric role down", p999)
 	}
 	if dropped == 0 {
 		t.Error("nothing was dropped although the metric role was down")
@@ -83,9 +88,9 @@ func TestClientWithoutMetricRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newTestClient(t, ep, "router")
-	total, slowest := sendLoop(c, 100000)
-	if total > time.Second || slowest > 100*time.Millisecond {
-		t.Errorf("sends with no metric role: total %v, slowest %v", total, slowest)
+	total, p999 := sendLoop(c, 100000)
+	if total > time.Second || p999 > time.Millisecond {
+		t.Errorf("sends with no metric role: total %v, p99.9 %v", total, p999)
 	}
 	t0 := time.Now()
 	c.Close()

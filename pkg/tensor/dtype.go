@@ -86,6 +86,9 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte
 	rowBytes   int
+	// q4 is a q4_0 matrix with a multiple of 8 rows repacked eight rows
+	// at a time (see packQ4x8); MatMul reads it instead of Data.
+	q4 []byte
 }
 
 // NewMatrix checks that data holds exactly rows x cols values of type t.
@@ -100,7 +103,13 @@ func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 	if len(data) != rows*rb {
 		return nil, fmt.Errorf("%s matrix %dx%d needs %d bytes, have %d", t, rows, cols, rows*rb, len(data))
 	}
-	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}, nil
+	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
+	if q4Chain(m) {
+		// Like llama.cpp's CPU_REPACK buffers: a copy in the layout the
+		// kernels stream best, made once at load.
+		m.q4 = packQ4x8(data, rows, cols)
+	}
+	return m, nil
 }
 
 // RowBytes is the encoded size of one row.

@@ -1,0 +1,67 @@
+package tensor
+
+import "encoding/binary"
+
+// q4x8GroupBytes is one block column of eight q4_0 rows in the packed
+// layout: the rows' eight f16 scales, then their quants interleaved four
+// bytes at a time — chunk k (quant bytes 4k..4k+3 of a row: values 4k..4k+3
+// in the low nibbles, 16+4k..16+4k+3 in the high ones) of rows 0..7 — so one
+// 32-byte load holds the same four values of all eight rows and an
+// integer multiply-add against four broadcast activation bytes leaves each
+// row's partial sum in its own 32-bit lane: no horizontal sums, and one
+// sequential stream per eight rows.
+const q4x8GroupBytes = 8 * q4BlockBytes
+
+// packQ4x8 repacks a q4_0 matrix (rows a multiple of 8) into groups of
+// eight rows: group g, block b at (g*nb+b)*q4x8GroupBytes.
+func packQ4x8(data []byte, rows, cols int) []byte {
+	nb := cols / QK
+	rb := nb * q4BlockBytes
+	out := make([]byte, rows/8*nb*q4x8GroupBytes)
+	for g := 0; g < rows/8; g++ {
+		for b := 0; b < nb; b++ {
+			dst := out[(g*nb+b)*q4x8GroupBytes : (g*nb+b+1)*q4x8GroupBytes]
+			for r := 0; r < 8; r++ {
+				src := data[(g*8+r)*rb+b*q4BlockBytes:]
+				dst[2*r], dst[2*r+1] = src[0], src[1]
+				for k := 0; k < 4; k++ {
+					copy(dst[16+32*k+4*r:16+32*k+4*r+4], src[2+4*k:6+4*k])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// q4x8Block returns the int dot product of row r's block at grp (a packed
+// group, see packQ4x8) with 32 activation values.
+func q4x8Block(grp []byte, r int, x []int8) int32 {
+	var isum int32
+	for k := 0; k < 4; k++ {
+		for j := 0; j < 4; j++ {
+			q := grp[16+32*k+4*r+j]
+			isum += (int32(q&0xF) - 8) * int32(x[4*k+j])
+			isum += (int32(q>>4) - 8) * int32(x[16+4*k+j])
+		}
+	}
+	return isum
+}
+
+// q4x8Generic computes the eight rows of a packed group (nb blocks at w)
+// against ntok activation rows (xq rows of nb*32 values, xd rows of nb
+// scales), out[c*8+r], with llama.cpp's repacked-q4_0 rounding: the same
+// numbers as dotQ4ChainGeneric on the unpacked rows.
+func q4x8Generic(w []byte, nb int, xq []int8, xd []float32, ntok int, out *[32]float32) {
+	for c := 0; c < ntok; c++ {
+		x, d := xq[c*nb*QK:(c+1)*nb*QK], xd[c*nb:(c+1)*nb]
+		for r := 0; r < 8; r++ {
+			var acc float32
+			for b := 0; b < nb; b++ {
+				grp := w[b*q4x8GroupBytes : (b+1)*q4x8GroupBytes]
+				s := F16ToF32(binary.LittleEndian.Uint16(grp[2*r:])) * d[b]
+				acc = fmaChain(q4x8Block(grp, r, x[b*QK:(b+1)*QK]), s, acc)
+			}
+			out[c*8+r] = acc
+		}
+	}
+}
