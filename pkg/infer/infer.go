@@ -26,6 +26,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/engine"
+	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/shm"
@@ -61,7 +62,13 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer closeModel()
-	w, err := NewWorker(region, ex, WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum, StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Log: log})
+	mc, err := metrics.NewClientFor(cfg, config.RoleInfer, log)
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	w, err := NewWorker(region, ex, WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
+		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log})
 	if err != nil {
 		return err
 	}
@@ -80,7 +87,9 @@ type WorkerOptions struct {
 	// StallLimit: a loop iteration (one engine step) taking longer than this
 	// makes Progress fail, so the supervisor restarts a wedged infer.
 	StallLimit time.Duration
-	Log        zerolog.Logger
+	// Metrics receives the step metrics; nil sends none.
+	Metrics *metrics.Client
+	Log     zerolog.Logger
 }
 
 // Worker connects an Executor to the shm region. Its methods other than
@@ -97,10 +106,12 @@ type Worker struct {
 
 	live map[uint64]*liveReq
 
-	lastIter     atomic.Int64 // unix nanos when the loop last turned
-	ringDetok    bool
-	ringRouter   bool
-	stepFailures int
+	lastIter   atomic.Int64 // unix nanos when the loop last turned
+	ringDetok  bool
+	ringRouter bool
+	// last engine counters, for the metric deltas
+	stats      engine.Stats
+	lastReport time.Time
 }
 
 // liveReq is a request the engine holds.
@@ -352,7 +363,9 @@ func (w *Worker) start(index int, gen uint32) {
 
 // step runs one engine step and writes its outputs back.
 func (w *Worker) step() error {
+	start := time.Now()
 	outs, err := w.ex.Step()
+	took := time.Since(start)
 	w.collect(outs)
 	if err != nil {
 		// The engine's state is unknown now; a fresh process resumes every
@@ -362,6 +375,7 @@ func (w *Worker) step() error {
 	if len(outs) > 0 {
 		w.region.Load().LastProgressUnixNano.Store(time.Now().UnixNano())
 	}
+	w.stepMetrics(took)
 	for id, l := range w.live {
 		if info, ok := w.ex.Info(id); ok {
 			l.slot.KVLen.Store(uint32(info.KVLen))
@@ -444,6 +458,30 @@ func (w *Worker) publishLoad() {
 	l := w.region.Load()
 	l.FreeKVTokens.Store(int64(st.KVSize - st.KVAllocated))
 	l.EvictableKVTokens.Store(int64(st.KVEvictable))
+	if w.o.Metrics != nil && st.KVSize > 0 && time.Since(w.lastReport) >= time.Second {
+		w.lastReport = time.Now()
+		w.o.Metrics.Gauge(metrics.KVUsage, float64(st.KVUsed)/float64(st.KVSize))
+	}
+}
+
+// stepMetrics reports one engine step: LightLLM's per-method step count
+// and duration (a step with any prefill chunk counts as prefill), and
+// evictions for lack of KV.
+func (w *Worker) stepMetrics(took time.Duration) {
+	if w.o.Metrics == nil {
+		return
+	}
+	st := w.ex.Stats()
+	method := metrics.MethodDecode
+	if st.PrefillTokens > w.stats.PrefillTokens {
+		method = metrics.MethodPrefill
+	}
+	w.o.Metrics.CounterLabel(metrics.BatchInferenceCount, method, 1)
+	w.o.Metrics.ObserveLabel(metrics.BatchInferenceDuration, method, took.Seconds())
+	if n := st.Evictions - w.stats.Evictions; n > 0 {
+		w.o.Metrics.Counter(metrics.RequestPreemptions, float64(n))
+	}
+	w.stats = st
 }
 
 // Live is the number of requests the engine holds.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/shm"
@@ -54,6 +55,10 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	defer pull.Close()
 	go rr.receive(ctx, pull)
 
+	if rr.mc, err = metrics.NewClientFor(cfg, config.RoleRouter, log); err != nil {
+		return err
+	}
+	defer rr.mc.Close()
 	if err := rr.recover(); err != nil {
 		return err
 	}
@@ -86,6 +91,10 @@ type role struct {
 	detokEpoch    uint32
 
 	lastLoop atomic.Int64 // unix nanos of the last completed iteration
+
+	mc         *metrics.Client // nil: no metrics
+	lastReport time.Time
+	paused     int // running requests infer holds paused, this step
 }
 
 // tracked is one request the router tracks.
@@ -259,6 +268,7 @@ func (rr *role) step() error {
 	rr.checkDetokRestart()
 
 	in := StepInput{Now: time.Since(rr.start).Seconds()}
+	rr.paused = 0
 	var stale []*tracked
 	for _, e := range rr.entries {
 		switch fin, gone := rr.observe(e, &in); {
@@ -296,7 +306,38 @@ func (rr *role) step() error {
 	l.EstimatedPeak.Store(int64(res.Load.EstimatedPeakTokens))
 	l.Running.Store(int64(len(rr.sched.Running())))
 	l.Waiting.Store(int64(rr.sched.Waiting()))
+	rr.report(res.Load.EstimatedPeakTokens)
 	return nil
+}
+
+// metricsEvery paces the router's gauges.
+const metricsEvery = time.Second
+
+// report sends LightLLM's router gauges to the metric role.
+func (rr *role) report(peak int) {
+	if rr.mc == nil || time.Since(rr.lastReport) < metricsEvery {
+		return
+	}
+	rr.lastReport = time.Now()
+	running, waiting := len(rr.sched.Running()), rr.sched.Waiting()
+	rr.mc.Gauge(metrics.QueueSize, float64(waiting))
+	rr.mc.Gauge(metrics.NumRunningReqs, float64(running))
+	rr.mc.Gauge(metrics.BatchCurrentSize, float64(running))
+	rr.mc.Gauge(metrics.BatchPauseSize, float64(rr.paused))
+	rr.mc.Gauge(metrics.BatchCurrentMaxTokens, float64(peak))
+	oldest := int64(0)
+	for _, e := range rr.entries {
+		if e.req.state != stateRunning {
+			if a := e.slot.ArrivalUnixNano.Load(); oldest == 0 || a < oldest {
+				oldest = a
+			}
+		}
+	}
+	age := 0.0
+	if oldest > 0 {
+		age = max(time.Since(time.Unix(0, oldest)).Seconds(), 0)
+	}
+	rr.mc.Gauge(metrics.QueueOldestWaitSeconds, age)
 }
 
 // observe copies infer's published progress of e into its Request. It
@@ -323,6 +364,7 @@ func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
 	r.KVLen = int(s.KVLen.Load())
 	if s.IsPaused.Load() != 0 {
 		in.Paused = true
+		rr.paused++
 	}
 	if s.StopMatched.Load() != 0 && s.RouterMarks.Load()&shm.MarkStopSent == 0 && !e.stopQueued {
 		rr.command(shm.Command{Op: shm.OpStopMatched, Slot: uint32(s.Index), Gen: e.gen, Arg: s.StopMatchedIndex.Load()},
@@ -413,6 +455,9 @@ func (rr *role) admit(e *tracked) {
 		return
 	}
 	rr.command(shm.Command{Op: shm.OpNew, Slot: uint32(e.slot.Index), Gen: e.gen}, shm.MarkNewSent, e)
+	if a := e.slot.ArrivalUnixNano.Load(); a > 0 {
+		rr.mc.ObserveDuration(metrics.RequestQueueDuration, max(time.Since(time.Unix(0, a)), 0))
+	}
 }
 
 // drop ends a request that never reached infer.

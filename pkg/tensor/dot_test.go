@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -241,43 +242,66 @@ func TestDotX4MatchesSingle(t *testing.T) {
 	}
 }
 
-// TestQ4ChainKernels: the repacked-q4_0-order kernels (8 rows x 1 token,
-// 1 row x 4 tokens, 1 x 1) agree bit for bit with each other and with the
-// portable version, and closely with the exact dot product.
-func TestQ4ChainKernels(t *testing.T) {
+// dotQ4ChainRef is a q4_0 row (unpacked) · q8_0 activation with
+// llama.cpp's repacked-q4_0 rounding: each block's exact integer dot
+// product chained as acc = fma(isum, dw*dx, acc).
+func dotQ4ChainRef(w []byte, xq []int8, ds []float32) float32 {
+	var acc float32
+	for b := range ds {
+		blk := w[b*q4BlockBytes : (b+1)*q4BlockBytes]
+		var isum int32
+		for j := 0; j < QK/2; j++ {
+			q := blk[2+j]
+			isum += (int32(q&0xF) - 8) * int32(xq[b*QK+j])
+			isum += (int32(q>>4) - 8) * int32(xq[b*QK+j+QK/2])
+		}
+		d := F16ToF32(binary.LittleEndian.Uint16(blk)) * ds[b]
+		acc = FMA32(float32(isum), d, acc)
+	}
+	return acc
+}
+
+// TestQ4x8Kernels: the packed eight-row q4_0 kernel, for one to four
+// tokens, agrees bit for bit with the chained reference on the unpacked
+// rows (and so with llama.cpp's repacked rounding), and closely with the
+// plain dot product.
+func TestQ4x8Kernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, n := range []int{32, 160, 2048} {
 		nb := n / QK
-		rows := make([][]byte, 8)
 		var all []byte
+		rows := make([][]byte, 8)
 		for k := range rows {
 			rows[k], _ = Quantize(Q4_0, randVec(r, n, 1))
 			all = append(all, rows[k]...)
 		}
+		packed := packQ4x8(all, 8, n)
 		xq := make([]int8, 4*n)
 		ds := make([]float32, 4*nb)
+		xs := make([]int32, 4*nb)
 		for k := 0; k < 4; k++ {
 			QuantizeActQ8(randVec(r, n, 2), xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
 		}
-		dsT := make([]float32, 4*nb)
-		for k := 0; k < 4; k++ {
-			for b := 0; b < nb; b++ {
-				dsT[4*b+k] = ds[k*nb+b]
+		for i := range xs {
+			for _, v := range xq[i*QK : (i+1)*QK] {
+				xs[i] += 8 * int32(v)
 			}
 		}
-		for tok := 0; tok < 4; tok++ {
-			x, d := xq[tok*n:(tok+1)*n], ds[tok*nb:(tok+1)*nb]
-			var r8 [8]float32
-			dotQ4Rows8(all, len(rows[0]), x, d, &r8)
-			for k := range rows {
-				single, generic := dotQ4Chain(rows[k], x, d), dotQ4ChainGeneric(rows[k], x, d)
-				var t4 [4]float32
-				dotQ4Tok4(rows[k], xq, dsT, &t4)
-				if single != generic || r8[k] != single || t4[tok] != single {
-					t.Fatalf("n=%d row %d token %d: chain %v generic %v rows8 %v tok4 %v", n, k, tok, single, generic, r8[k], t4[tok])
-				}
-				if want := dotQ4(rows[k], x, d); !close32(single, float64(want), 1e-5) {
-					t.Errorf("n=%d row %d: chain %v vs dot %v", n, k, single, want)
+		for ntok := 1; ntok <= 4; ntok++ {
+			var got, gen [32]float32
+			q4x8(packed, nb, xq, ds, xs, ntok, &got)
+			q4x8Generic(packed, nb, xq, ds, ntok, &gen)
+			for tok := 0; tok < ntok; tok++ {
+				x, d := xq[tok*n:(tok+1)*n], ds[tok*nb:(tok+1)*nb]
+				for k := range rows {
+					want := dotQ4ChainRef(rows[k], x, d)
+					if got[8*tok+k] != want || gen[8*tok+k] != want {
+						t.Fatalf("n=%d ntok=%d row %d token %d: kernel %v generic %v reference %v",
+							n, ntok, k, tok, got[8*tok+k], gen[8*tok+k], want)
+					}
+					if plain := dotQ4(rows[k], x, d); !close32(want, float64(plain), 1e-5) {
+						t.Errorf("n=%d row %d: chain %v vs dot %v", n, k, want, plain)
+					}
 				}
 			}
 		}

@@ -9,7 +9,7 @@ func TestPortableKernels(t *testing.T) {
 	hasAVX2 = false
 	defer func() { hasAVX2 = saved }()
 	TestMatMulMatchesReference(t)
-	TestQ4ChainKernels(t)
+	TestQ4x8Kernels(t)
 	TestDotX4MatchesSingle(t)
 	TestAxpyAndDotF16(t)
 	TestMadScaleF16(t)

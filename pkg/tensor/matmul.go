@@ -11,13 +11,18 @@ type Out struct {
 // maxOuts bounds how many matrices one MatMul call fuses (q/k/v, gate/up).
 const maxOuts = 4
 
-// tokenTile is how many activation rows are swept per pass over a weight
-// chunk, so both stay in cache during prefill.
-const tokenTile = 16
-
 // minChunkWork is roughly the multiply-adds per parallel chunk below which
 // handing work to another core costs more than it saves.
 const minChunkWork = 1 << 16
+
+// Cache blocking for batches: a block of weight rows (about blockWeights
+// bytes) stays in L2 while a tile of tokens (about tileActs bytes of
+// activations) passes over it, so weights come from memory once per
+// MatMul and activations from L2.
+const (
+	blockWeights = 64 << 10
+	tileActs     = 256 << 10
+)
 
 // Ctx runs matrix products on a worker pool and owns the scratch they need
 // (quantized activations). It grows its buffers to the largest request and
@@ -26,7 +31,7 @@ type Ctx struct {
 	Pool *Pool
 	xq   []int8
 	xd   []float32
-	xdT  []float32
+	xs   []int32
 	mm   mmTask
 }
 
@@ -40,24 +45,28 @@ func (c *Ctx) Close() { c.Pool.Close() }
 type mmTask struct {
 	outs  [maxOuts]Out
 	n     int
-	start [maxOuts + 1]int // row offsets of each matrix in the fused row space
+	start [maxOuts + 1]int // unit offsets of each matrix in the fused unit space
+	unit  [maxOuts]int     // rows per unit: 8 for packed q4_0 groups, else 1
 	x     []float32
 	xq    []int8
 	xd    []float32
-	xdT   []float32 // scales of each group of 4 tokens, interleaved per block
+	xs    []int32 // 8 * sum of each quantized activation block (packed q4_0)
 	T     int
 	cols  int
 }
 
 // q4Chain reports whether w is computed with llama.cpp's repacked-q4_0
 // rounding, which llama.cpp uses for q4_0 matrices with a multiple of 8
-// rows; matching it keeps greedy output identical to llama.cpp's.
+// rows; matching it keeps greedy output identical to llama.cpp's. Such
+// matrices are packed eight rows at a time (packQ4x8).
 func q4Chain(w *Matrix) bool { return w.Type == Q4_0 && w.Rows%8 == 0 }
 
 // MatMul computes every out.Y = x · out.W^T for T activation rows x
 // (x is [T x cols], each W is [rows x cols], each Y is [T x rows]). All
 // matrices share the input, so it is quantized once and the rows of all
-// of them are split across the pool in one dispatch.
+// of them are split across the pool in one dispatch. Every result is
+// computed by the same sequence of operations whatever T is, so a token's
+// output does not depend on the other tokens of the batch.
 func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	if len(outs) == 0 || len(outs) > maxOuts {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
@@ -66,56 +75,68 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	quant, chain := false, false
+	quant, packed := false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
-	rows := 0
+	units := 0
 	for i, o := range outs {
 		if o.W.Cols != cols || len(o.Y) < T*o.W.Rows {
 			return fmt.Errorf("matmul: output %d: %dx%d matrix, input width %d, %d outputs for %d tokens",
 				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
 		}
 		quant = quant || o.W.Type.Quantized()
-		chain = chain || q4Chain(o.W)
 		m.outs[i] = o
-		m.start[i] = rows
-		rows += o.W.Rows
+		m.start[i] = units
+		m.unit[i] = 1
+		if o.W.q4 != nil {
+			packed = true
+			m.unit[i] = 8
+		}
+		units += o.W.Rows / m.unit[i]
 	}
-	m.start[len(outs)] = rows
+	m.start[len(outs)] = units
 	if quant {
 		if cols%QK != 0 {
 			return fmt.Errorf("matmul: width %d of a quantized matrix is not a multiple of %d", cols, QK)
 		}
-		if len(c.xq) < T*cols {
-			c.xq = make([]int8, T*cols)
-			c.xd = make([]float32, T*cols/QK)
-		}
-		for t := 0; t < T; t++ {
-			QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*cols/QK:(t+1)*cols/QK])
-		}
-		m.xq, m.xd = c.xq[:T*cols], c.xd[:T*cols/QK]
-		if chain && T >= 4 {
-			nb, T4 := cols/QK, T&^3
-			if len(c.xdT) < T4*nb {
-				c.xdT = make([]float32, T4*nb)
-			}
-			for g := 0; g < T4/4; g++ {
-				for k := 0; k < 4; k++ {
-					for b := 0; b < nb; b++ {
-						c.xdT[g*4*nb+4*b+k] = c.xd[(4*g+k)*nb+b]
-					}
-				}
-			}
-			m.xdT = c.xdT[:T4*nb]
-		}
+		c.quantize(x, T, cols, packed)
 	}
 	grain := max(1, minChunkWork/(cols*T))
-	c.Pool.Run(m, rows, grain)
+	if packed {
+		grain = max(1, grain/8)
+	}
+	c.Pool.Run(m, units, grain)
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd, m.xdT = nil, nil, nil, nil
+	m.x, m.xq, m.xd, m.xs = nil, nil, nil, nil
 	return nil
+}
+
+// quantize converts the T activation rows to q8_0 once for all matrices
+// (and, for packed q4_0 matrices, the block sums their kernel needs).
+func (c *Ctx) quantize(x []float32, T, cols int, sums bool) {
+	nb := cols / QK
+	if len(c.xq) < T*cols {
+		c.xq = make([]int8, T*cols)
+		c.xd = make([]float32, T*nb)
+		c.xs = make([]int32, T*nb)
+	}
+	for t := 0; t < T; t++ {
+		QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*nb:(t+1)*nb])
+	}
+	m := &c.mm
+	m.xq, m.xd = c.xq[:T*cols], c.xd[:T*nb]
+	if sums {
+		for i := range c.xs[:T*nb] {
+			var s int32
+			for _, v := range c.xq[i*QK : (i+1)*QK] {
+				s += int32(v)
+			}
+			c.xs[i] = 8 * s
+		}
+		m.xs = c.xs[:T*nb]
+	}
 }
 
 func (m *mmTask) Run(_, lo, hi int) {
@@ -124,82 +145,116 @@ func (m *mmTask) Run(_, lo, hi int) {
 		if a >= b {
 			continue
 		}
-		m.rows(&m.outs[i], a-m.start[i], b-m.start[i])
+		u := m.unit[i]
+		m.rows(&m.outs[i], (a-m.start[i])*u, (b-m.start[i])*u)
 	}
 }
 
 // rows computes rows [r0, r1) of one output for all tokens.
 func (m *mmTask) rows(o *Out, r0, r1 int) {
-	w, cols, nOut := o.W, m.cols, o.W.Rows
-	rb := w.rowBytes
-	nb := cols / QK
-	if q4Chain(w) {
-		m.rowsQ4Chain(o, r0, r1)
-		return
-	}
-	for t0 := 0; t0 < m.T; t0 += tokenTile {
-		t1 := min(m.T, t0+tokenTile)
+	w := o.W
+	switch {
+	case w.q4 != nil:
+		m.rowsQ4x8(o, r0, r1)
+	case m.T == 1 && w.Type == Q8_0:
+		// One row at a time: a single stream through the weights is
+		// what this memory system reads fastest (kernels interleaving
+		// several rows measured 2x slower out of cache).
 		for r := r0; r < r1; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			switch w.Type {
-			case F32:
-				wf := bytesAsF32(row)
-				for t := t0; t < t1; t++ {
-					o.Y[t*nOut+r] = DotF32(wf, m.x[t*cols:(t+1)*cols])
-				}
-			case F16:
-				for t := t0; t < t1; t++ {
-					o.Y[t*nOut+r] = dotF16(row, m.x[t*cols:(t+1)*cols])
-				}
-			case BF16:
-				for t := t0; t < t1; t++ {
-					o.Y[t*nOut+r] = dotBF16(row, m.x[t*cols:(t+1)*cols])
-				}
-			case Q8_0, Q4_0:
-				m.rowQ(o, w.Type, row, r, t0, t1, nOut, nb)
+			o.Y[r] = dotQ8(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], m.xq, m.xd)
+		}
+	case m.T == 1 && w.Type == F16:
+		for r := r0; r < r1; r++ {
+			o.Y[r] = dotF16(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], m.x)
+		}
+	default:
+		m.rowsBlocked(o, r0, r1)
+	}
+}
+
+// rowsBlocked computes a batch over rows [r0, r1) in cache blocks.
+func (m *mmTask) rowsBlocked(o *Out, r0, r1 int) {
+	w := o.W
+	perTok := 4 * m.cols
+	if w.Type.Quantized() {
+		perTok = m.cols + m.cols/QK*4
+	}
+	rowBlock := max(1, blockWeights/w.rowBytes)
+	tokTile := max(4, tileActs/perTok&^3)
+	for b0 := r0; b0 < r1; b0 += rowBlock {
+		b1 := min(r1, b0+rowBlock)
+		for t0 := 0; t0 < m.T; t0 += tokTile {
+			t1 := min(m.T, t0+tokTile)
+			for r := b0; r < b1; r++ {
+				m.row(o, r, t0, t1)
 			}
 		}
 	}
 }
 
-// rowsQ4Chain computes rows [r0, r1) of a q4_0 matrix with llama.cpp's
-// repacked rounding: groups of four tokens per row, remaining tokens eight
-// rows at a time. Every kernel gives the same bits for a (row, token).
-func (m *mmTask) rowsQ4Chain(o *Out, r0, r1 int) {
+// row computes one weight row against tokens [t0, t1).
+func (m *mmTask) row(o *Out, r, t0, t1 int) {
 	w, cols, nOut := o.W, m.cols, o.W.Rows
-	rb, nb := w.rowBytes, cols/QK
-	T4 := m.T &^ 3
-	var res [4]float32
-	for g0 := 0; g0 < T4; g0 += tokenTile {
-		g1 := min(T4, g0+tokenTile)
-		for r := r0; r < r1; r++ {
-			row := w.Data[r*rb : (r+1)*rb]
-			for t := g0; t < g1; t += 4 {
-				dotQ4Tok4(row, m.xq[t*cols:(t+4)*cols], m.xdT[t*nb:(t+4)*nb], &res)
-				for k := range res {
-					o.Y[(t+k)*nOut+r] = res[k]
-				}
+	row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+	switch w.Type {
+	case F32:
+		wf := bytesAsF32(row)
+		for t := t0; t < t1; t++ {
+			o.Y[t*nOut+r] = DotF32(wf, m.x[t*cols:(t+1)*cols])
+		}
+	case F16:
+		var res [3]float32
+		t := t0
+		for ; t+3 <= t1; t += 3 {
+			dotF16x3(row, m.x[t*cols:(t+3)*cols], &res)
+			for k := range res {
+				o.Y[(t+k)*nOut+r] = res[k]
 			}
 		}
-	}
-	var res8 [8]float32
-	for t := T4; t < m.T; t++ {
-		xq, xd := m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb]
-		r := r0
-		for ; r+8 <= r1; r += 8 {
-			dotQ4Rows8(w.Data[r*rb:(r+8)*rb], rb, xq, xd, &res8)
-			copy(o.Y[t*nOut+r:t*nOut+r+8], res8[:])
+		for ; t < t1; t++ {
+			o.Y[t*nOut+r] = dotF16(row, m.x[t*cols:(t+1)*cols])
 		}
-		for ; r < r1; r++ {
-			o.Y[t*nOut+r] = dotQ4Chain(w.Data[r*rb:(r+1)*rb], xq, xd)
+	case BF16:
+		for t := t0; t < t1; t++ {
+			o.Y[t*nOut+r] = dotBF16(row, m.x[t*cols:(t+1)*cols])
+		}
+	case Q8_0, Q4_0:
+		m.rowQ(o, w.Type, row, r, t0, t1)
+	}
+}
+
+// rowsQ4x8 computes rows [r0, r1) (multiples of 8) of a packed q4_0
+// matrix: eight rows against up to four tokens per kernel call.
+func (m *mmTask) rowsQ4x8(o *Out, r0, r1 int) {
+	w, cols, nOut := o.W, m.cols, o.W.Rows
+	nb := cols / QK
+	gb := nb * q4x8GroupBytes
+	perTok := cols + 8*nb
+	groupBlock := max(1, blockWeights/gb)
+	tokTile := max(4, tileActs/perTok&^3)
+	var res [32]float32
+	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
+		b1 := min(r1/8, b0+groupBlock)
+		for t0 := 0; t0 < m.T; t0 += tokTile {
+			t1 := min(m.T, t0+tokTile)
+			for g := b0; g < b1; g++ {
+				grp := w.q4[g*gb : (g+1)*gb]
+				for t := t0; t < t1; t += 4 {
+					n := min(4, t1-t)
+					q4x8(grp, nb, m.xq[t*cols:], m.xd[t*nb:], m.xs[t*nb:], n, &res)
+					for k := 0; k < n; k++ {
+						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res[8*k:8*k+8])
+					}
+				}
+			}
 		}
 	}
 }
 
 // rowQ computes one quantized weight row against tokens [t0, t1), four
 // tokens per kernel call so the weight block is decoded once for all four.
-func (m *mmTask) rowQ(o *Out, typ DType, row []byte, r, t0, t1, nOut, nb int) {
-	cols := m.cols
+func (m *mmTask) rowQ(o *Out, typ DType, row []byte, r, t0, t1 int) {
+	cols, nOut, nb := m.cols, o.W.Rows, m.cols/QK
 	var res [4]float32
 	t := t0
 	for ; t+4 <= t1; t += 4 {

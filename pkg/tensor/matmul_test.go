@@ -68,6 +68,53 @@ func TestMatMulMatchesReference(t *testing.T) {
 	}
 }
 
+// TestMatMulBatchInvariant: a token's outputs are bit-identical whether
+// it is multiplied alone or with others, whatever the batch size, the
+// thread count and the row tiling (the engine's results must not depend
+// on what else is in the batch).
+func TestMatMulBatchInvariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0} {
+		// 72 rows: packed q4_0 groups; 70: q4_0 without packing, and row
+		// counts that leave tails for the four-row kernels.
+		for _, shape := range [][2]int{{72, 256}, {70, 96}, {9, 5632}} {
+			rows, cols := shape[0], shape[1]
+			if dt.Quantized() && cols%QK != 0 {
+				continue
+			}
+			w, _ := randMatrix(t, r, dt, rows, cols)
+			const T = 19
+			x := randVec(r, T*cols, 1)
+			alone := make([]float32, T*rows)
+			ctx1 := NewCtx(1)
+			for tk := 0; tk < T; tk++ {
+				if err := ctx1.MatMul(x[tk*cols:(tk+1)*cols], 1, Out{w, alone[tk*rows : (tk+1)*rows]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx1.Close()
+			for _, threads := range []int{1, 3} {
+				ctx := NewCtx(threads)
+				for _, n := range []int{2, 3, 4, 5, 8, 13, 19} {
+					y := make([]float32, n*rows)
+					for t0 := 0; t0+n <= T; t0 += n {
+						if err := ctx.MatMul(x[t0*cols:(t0+n)*cols], n, Out{w, y}); err != nil {
+							t.Fatal(err)
+						}
+						for i := range y {
+							if y[i] != alone[t0*rows+i] {
+								t.Fatalf("%s %dx%d threads=%d batch %d: token %d row %d = %v, alone %v",
+									dt, rows, cols, threads, n, t0+i/rows, i%rows, y[i], alone[t0*rows+i])
+							}
+						}
+					}
+				}
+				ctx.Close()
+			}
+		}
+	}
+}
+
 func TestMatMulErrors(t *testing.T) {
 	ctx := NewCtx(1)
 	defer ctx.Close()

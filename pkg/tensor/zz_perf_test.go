@@ -46,7 +46,7 @@ func TestZZStream(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	const rows, cols = 5632, 2048
 	mm := os.Getenv("W7_MMAP")
-	for _, dt := range []DType{Q4_0} {
+	for _, dt := range []DType{Q8_0, Q4_0, F16} {
 		var ws []*Matrix
 		if mm != "" {
 			f, err := os.Open(fmt.Sprintf(mm, dt))
@@ -82,4 +82,66 @@ func TestZZStream(t *testing.T) {
 	}
 	r, _ := MemBandwidth(1, 512<<20, 3)
 	t.Logf("membw %.2f", r.Best())
+}
+
+func TestZZL1(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 1024
+	wf16, _ := Quantize(F16, randVec(r, 4*n, 1))
+	wq8, _ := Quantize(Q8_0, randVec(r, 4*n, 1))
+	x := randVec(r, 3*n, 1)
+	xq := make([]int8, 4*n)
+	xd := make([]float32, 4*n/QK)
+	for k := 0; k < 4; k++ {
+		QuantizeActQ8(x[:n], xq[k*n:(k+1)*n], xd[k*n/QK:(k+1)*n/QK])
+	}
+	const iters = 20000
+	var o3 [3]float32
+	var o4 [4]float32
+	var s float32
+	run := func(name string, macs float64, f func()) {
+		best := 0.0
+		for p := 0; p < 5; p++ {
+			st := cpuNow()
+			for i := 0; i < iters; i++ {
+				f()
+			}
+			best = max(best, macs*iters*2/(cpuNow()-st)/1e9)
+		}
+		t.Logf("%-12s %.1f GFLOP/s", name, best)
+	}
+	run("f16 1x1", n, func() { s += dotF16(wf16[:2*n], x[:n]) })
+	run("f16 1x3", 3*n, func() { dotF16x3(wf16[:2*n], x, &o3) })
+	run("q8 1x1", n, func() { s += dotQ8(wq8[:n/QK*34], xq[:n], xd[:n/QK]) })
+	run("q8 1x4", 4*n, func() { dotQ8x4(wq8[:n/QK*34], xq, xd, &o4) })
+	_ = s
+}
+
+func TestZZStreams(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, 512<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for _, S := range []int{1, 2, 4, 8} {
+		for _, chunk := range []int{256, 2048} {
+			seg := len(buf) / S
+			best := 0.0
+			for p := 0; p < 3; p++ {
+				st := cpuNow()
+				var s uint64
+				for off := 0; off+chunk <= seg; off += chunk {
+					for k := 0; k < S; k++ {
+						s += readSum(buf[k*seg+off : k*seg+off+chunk])
+					}
+				}
+				best = max(best, float64(len(buf))/(cpuNow()-st)/1e9)
+				_ = s
+			}
+			t.Logf("streams %d chunk %d: %.2f GB/s", S, chunk, best)
+		}
+	}
 }

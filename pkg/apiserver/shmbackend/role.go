@@ -47,6 +47,11 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	defer b.Close()
 
+	mc, err := metrics.NewClientFor(cfg, config.RoleAPIServer, log)
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
 	live := prometheus.NewRegistry()
 	if err := live.Register(metrics.NewLiveCollector(metrics.ShmLoadFunc(region.Load()), metrics.LiveOptions{ModelName: cfg.ModelName})); err != nil {
 		return fmt.Errorf("live metrics: %w", err)
@@ -61,6 +66,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		GracefulTimeout: cfg.GracefulTimeout.D(),
 		Metrics:         metrics.APIHandler(live, metricURL, time.Second),
 		ServerInfo:      &info,
+		Observer:        Observer{C: mc},
 	}, b, tok, log)
 	if err != nil {
 		return err

@@ -1,0 +1,10 @@
+//go:build !amd64
+
+package tensor
+
+func dotF16x3(w []byte, x []float32, out *[3]float32) {
+	n := len(w) / 2
+	for t := range out {
+		out[t] = dotF16(w, x[t*n:(t+1)*n])
+	}
+}
