@@ -46,7 +46,11 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		log.Warn().Dur("step", step).Msg("synthetic test backend: no model runs, tokens are a deterministic hash")
 		fwd = sm
 	case config.BackendCUDA:
-		return nil, nil, fmt.Errorf("backend %s: this binary was built without CUDA support (build with -tags cuda)", cfg.Backend)
+		f, c, err := loadCUDA(cfg, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		fwd, closeFn = f, c
 	default:
 		return nil, nil, fmt.Errorf("unknown backend %q (cpu|cuda|synthetic)", cfg.Backend)
 	}
