@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Validates deploy/kubernetes/ (issue 13):
-#  1. kubeconform (installed from the Go module proxy into a temp GOBIN, never
-#     into the repository) checks the core objects — Deployments, Services,
+#  1. kubeconform (installed from the Go module proxy into a tools cache,
+#     $VALIDATE_TOOLS_DIR or ~/.cache/lightllm-validate-tools, never into the
+#     repository) checks the core objects — Deployments, Services,
 #     ConfigMap, RBAC — against the Kubernetes JSON schemas, strictly
 #     (unknown fields and duplicate keys fail). The custom resources
 #     (InferencePool, HTTPRoute) are checked against the CRDs-catalog schemas
@@ -35,11 +36,21 @@ manifests="$repo/deploy/kubernetes"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/validate-manifests.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
+# The validators are installed once per version into a cache outside the
+# repository (kubectl-validate takes minutes to build).
+tools=${VALIDATE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lightllm-validate-tools}
+mkdir -p "$tools"
+# install NAME VERSION PACKAGE: go install into $tools/NAME-VERSION/.
+install_tool() {
+  local dir="$tools/$1-$2"
+  [ -x "$dir/$1" ] && return 0
+  (cd "$tmp" && GOBIN="$dir" GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOMAXPROCS=${BUILD_JOBS:-1} \
+    nice -n 19 go install -p "${BUILD_JOBS:-1}" "$3@$2") >"$tmp/install-$1.log" 2>&1 \
+    || { tail -3 "$tmp/install-$1.log"; return 1; }
+}
 
 echo "==> kubeconform $KUBECONFORM_VERSION (Kubernetes $KUBERNETES_VERSION)"
-if ! (cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
-    go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION") >"$tmp/install.log" 2>&1; then
-  tail -3 "$tmp/install.log"
+if ! install_tool kubeconform "$KUBECONFORM_VERSION" github.com/yannh/kubeconform/cmd/kubeconform; then
   echo "SKIPPED: kubeconform could not be installed from the module proxy"
 else
   # Object files only: the Helm values file is not a Kubernetes object.
@@ -51,7 +62,7 @@ else
     -schema-location 'https://raw.githubusercontent.com/datreeio/CRDs-catalog/main/{{.Group}}/{{.ResourceKind}}_{{.ResourceAPIVersion}}.json')
   [ -n "${KUBECONFORM_SCHEMA_LOCATION:-}" ] && locations+=(-schema-location "$KUBECONFORM_SCHEMA_LOCATION")
   set +e
-  "$tmp/bin/kubeconform" -strict -summary -output text -kubernetes-version "$KUBERNETES_VERSION" \
+  "$tools/kubeconform-$KUBECONFORM_VERSION/kubeconform" -strict -summary -output text -kubernetes-version "$KUBERNETES_VERSION" \
     -cache "$tmp" "${locations[@]}" -ignore-missing-schemas "${files[@]}" >"$tmp/out.txt" 2>&1
   rc=$?
   set -e
@@ -75,16 +86,13 @@ KUBECTL_VALIDATE_VERSION=${KUBECTL_VALIDATE_VERSION:-v0.0.4}
 KUBECTL_VALIDATE_K8S=${KUBECTL_VALIDATE_K8S:-1.30}
 GAIE_VERSION=${GAIE_VERSION:-v1.5.0}
 GATEWAY_API_VERSION=${GATEWAY_API_VERSION:-v1.5.1}
-BUILD_JOBS=${BUILD_JOBS:-1}
 echo "==> kubectl-validate $KUBECTL_VALIDATE_VERSION (Kubernetes $KUBECTL_VALIDATE_K8S schemas; CRDs of gateway-api-inference-extension $GAIE_VERSION, gateway-api $GATEWAY_API_VERSION)"
 moddir() { # moddir MODULE@VERSION: its directory in the module cache
   (cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$1" 2>/dev/null) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 if [ "${SKIP_KUBECTL_VALIDATE:-0}" = 1 ]; then
   echo "SKIPPED: SKIP_KUBECTL_VALIDATE=1"
-elif ! (cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOMAXPROCS=$BUILD_JOBS \
-    nice -n 19 go install -p "$BUILD_JOBS" "sigs.k8s.io/kubectl-validate@$KUBECTL_VALIDATE_VERSION") >"$tmp/kv-install.log" 2>&1; then
-  tail -3 "$tmp/kv-install.log"
+elif ! install_tool kubectl-validate "$KUBECTL_VALIDATE_VERSION" sigs.k8s.io/kubectl-validate; then
   echo "SKIPPED: kubectl-validate could not be installed from the module proxy"
 else
   gaie=$(moddir "sigs.k8s.io/gateway-api-inference-extension@$GAIE_VERSION")
@@ -97,7 +105,7 @@ else
     for f in "$manifests"/*.yaml; do
       [ "$(basename "$f")" = llm-d-router-values.yaml ] || files+=("$f")
     done
-    if "$tmp/bin/kubectl-validate" --version "$KUBECTL_VALIDATE_K8S" --local-crds "$tmp/crds" "${files[@]}"; then
+    if "$tools/kubectl-validate-$KUBECTL_VALIDATE_VERSION/kubectl-validate" --version "$KUBECTL_VALIDATE_K8S" --local-crds "$tmp/crds" "${files[@]}"; then
       echo "PASSED: kubectl-validate"
     else
       echo "FAILED: kubectl-validate"; status=1

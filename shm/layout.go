@@ -7,8 +7,9 @@ import (
 
 // The one shared-memory layout of an instance: a single file
 // /dev/shm/lightllm-<instance>/state holding, in order, the header, the
-// request slot table, the per-slot token arrays, the per-slot text queues and
-// the router→infer command ring. docs/FORMAT.md draws it; docs/locking.md
+// request slot table, the per-slot token arrays, the per-slot logprob arrays
+// (parallel to the token arrays), the per-slot text queues, the per-slot
+// top-logprob rings and the router→infer command ring. docs/FORMAT.md draws it; docs/locking.md
 // says who writes each field. Every field that more than one process touches
 // is an atomic type, so the compiler refuses plain loads and stores; bulk data
 // (token ids, text bytes) is plain memory published by an atomic store.
@@ -20,7 +21,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 1
+	LayoutVersion uint32 = 2
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -29,12 +30,21 @@ const (
 	RingHeaderSize = 64   // bytes, sizeof(RingHeader)
 	RingEntrySize  = 24   // bytes, sizeof(RingEntry)
 	TextRecordSize = 12   // bytes of a text-queue record header (len, src index, flags)
+	TopEntrySize   = 176  // bytes, sizeof(TopEntry)
+	TopAltSize     = 8    // bytes, sizeof(TopAlt)
 
 	// MaxRoles is the number of RoleState entries in the header.
 	MaxRoles = 8
 	// MaxStopTokenIDs bounds the stop token ids a request carries in shm
 	// (the same bound as pkg/sampler's).
 	MaxStopTokenIDs = 64
+	// MaxTopLogprobs is the most alternatives a token's top-logprob entry
+	// holds (OpenAI allows 5 for completions, 20 for chat).
+	MaxTopLogprobs = 20
+	// DefaultTopRingEntries is each slot's top-logprob ring length when
+	// Sizes leave it 0: infer may run this many tokens ahead of the
+	// apiserver's copy before it has to wait (docs/FORMAT.md).
+	DefaultTopRingEntries = 64
 
 	// sectionAlign keeps every section on its own cache line.
 	sectionAlign = 64
@@ -51,6 +61,7 @@ const (
 	MaxTextQueueBytes = 1 << 20
 	MinRingEntries    = 4
 	MaxRingEntries    = 1 << 20
+	MaxTopRingEntries = 1 << 12
 	MaxFileSize       = 1 << 36 // 64 GiB
 )
 
@@ -76,7 +87,11 @@ const (
 //	92     4    (reserved)
 //	96     64   Load              see Load           see Load
 //	160    256  Roles[8]          see RoleState      see RoleState
-//	416    608  (reserved, zero)
+//	416    8    LogprobsOff       launcher           all
+//	424    8    TopOff            launcher           all
+//	432    4    TopRingEntries    launcher           all (top-logprob entries per slot)
+//	436    4    TopEntrySize      launcher           all
+//	440    584  (reserved, zero)
 type Header struct {
 	Magic           atomic.Uint64
 	Version         atomic.Uint32
@@ -97,7 +112,11 @@ type Header struct {
 	_               uint32
 	Load            Load
 	Roles           [MaxRoles]RoleState
-	_               [608]byte
+	LogprobsOff     atomic.Uint64
+	TopOff          atomic.Uint64
+	TopRingEntries  atomic.Uint32
+	TopEntrySize    atomic.Uint32
+	_               [584]byte
 }
 
 // Load holds the counters that the router, /token_load and /health read.
@@ -181,7 +200,9 @@ type RoleState struct {
 //	160    8    TextTail              detokenizer (producer)         apiserver
 //	168    4    RouterMarks           router                         router (resume: commands already sent)
 //	172    4    IsPaused              infer                          router
-//	176    80   (reserved, zero)
+//	176    4    TopLogprobs           apiserver                      infer (alternatives per token, 0..20)
+//	180    4    TopRead               apiserver                      infer (top entries copied out)
+//	184    72   (reserved, zero)
 //	256    256  StopTokenIDs[64]      apiserver                      infer
 type Req struct {
 	StateGen          atomic.Uint64
@@ -221,8 +242,40 @@ type Req struct {
 	TextTail          atomic.Uint64
 	RouterMarks       atomic.Uint32
 	IsPaused          atomic.Uint32
-	_                 [80]byte
+	TopLogprobs       atomic.Uint32
+	TopRead           atomic.Uint32
+	_                 [72]byte
 	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
+}
+
+// TopEntry is one output token's most likely alternatives, in its slot's
+// top-logprob ring at index (output index mod TopRingEntries). It is a
+// seqlock: infer stores Index 0, then the rest, then Index = output index +
+// 1; a reader copies the entry and accepts it only if Index (read before and
+// after) is the one it wants and Gen is its slot generation.
+//
+//	offset size field    writer readers
+//	0      4    Index    infer  apiserver (output index + 1; 0 while written)
+//	4      4    Gen      infer  apiserver (slot generation it belongs to)
+//	8      4    Count    infer  apiserver (alternatives in Alts, best first)
+//	12     4    Rank     infer  apiserver (rank of the chosen token, 1 = most likely)
+//	16     160  Alts[20] infer  apiserver
+type TopEntry struct {
+	Index atomic.Uint32
+	Gen   atomic.Uint32
+	Count atomic.Uint32
+	Rank  atomic.Uint32
+	Alts  [MaxTopLogprobs]TopAlt
+}
+
+// TopAlt is one alternative token.
+//
+//	offset size field   writer readers
+//	0      4    ID      infer  apiserver
+//	4      4    Logprob infer  apiserver (f32 bits)
+type TopAlt struct {
+	ID      atomic.Int32
+	Logprob atomic.Uint32
 }
 
 // RingHeader precedes the command ring entries.
@@ -268,6 +321,9 @@ type Sizes struct {
 	MaxReqTotalLen uint32 // tokens per slot (prompt + output)
 	TextQueueBytes uint32 // bytes per slot text queue; a multiple of 64
 	RingEntries    uint32 // command ring capacity; 0 means 4*Slots (at least 64)
+	// TopRingEntries is each slot's top-logprob ring length; 0 means
+	// DefaultTopRingEntries.
+	TopRingEntries uint32
 }
 
 // withDefaults fills the derived ring size.
@@ -278,6 +334,9 @@ func (s Sizes) withDefaults() Sizes {
 	}
 	if s.TextQueueBytes == 0 {
 		s.TextQueueBytes = 4096
+	}
+	if s.TopRingEntries == 0 {
+		s.TopRingEntries = DefaultTopRingEntries
 	}
 	return s
 }
@@ -294,6 +353,8 @@ func (s Sizes) Validate() error {
 			s.TextQueueBytes, sectionAlign, MinTextQueueBytes, MaxTextQueueBytes)
 	case s.RingEntries < MinRingEntries || s.RingEntries > MaxRingEntries:
 		return fmt.Errorf("ring entries %d out of range [%d, %d]", s.RingEntries, MinRingEntries, MaxRingEntries)
+	case s.TopRingEntries == 0 || s.TopRingEntries > MaxTopRingEntries:
+		return fmt.Errorf("top-logprob ring entries %d out of range [1, %d]", s.TopRingEntries, MaxTopRingEntries)
 	}
 	return nil
 }
@@ -301,7 +362,7 @@ func (s Sizes) Validate() error {
 // layout is where each section starts; computed from Sizes alone so that
 // attach can recompute it and compare with what the header claims.
 type layout struct {
-	SlotsOff, TokensOff, TextOff, RingOff, FileSize uint64
+	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, FileSize uint64
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
@@ -312,8 +373,10 @@ func computeLayout(s Sizes) (layout, error) {
 	var l layout
 	l.SlotsOff = HeaderSize
 	l.TokensOff = alignUp(l.SlotsOff+uint64(s.Slots)*SlotSize, sectionAlign)
-	l.TextOff = alignUp(l.TokensOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
-	l.RingOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
+	l.LogprobsOff = alignUp(l.TokensOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
+	l.TextOff = alignUp(l.LogprobsOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
+	l.TopOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
+	l.RingOff = alignUp(l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize, sectionAlign)
 	l.FileSize = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, fileAlign)
 	if l.FileSize > MaxFileSize {
 		return l, fmt.Errorf("layout needs %d bytes, more than the %d limit", l.FileSize, uint64(MaxFileSize))

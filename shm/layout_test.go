@@ -20,12 +20,16 @@ func TestLayoutSizes(t *testing.T) {
 		ld Load
 		rh RingHeader
 		re RingEntry
+		te TopEntry
+		ta TopAlt
 	)
 	for _, c := range []struct {
 		name      string
 		got, want uintptr
 	}{
 		{"Header", unsafe.Sizeof(h), HeaderSize},
+		{"TopEntry", unsafe.Sizeof(te), TopEntrySize},
+		{"TopAlt", unsafe.Sizeof(ta), TopAltSize},
 		{"Req", unsafe.Sizeof(q), SlotSize},
 		{"RoleState", unsafe.Sizeof(rs), RoleStateSize},
 		{"Load", unsafe.Sizeof(ld), LoadSize},
@@ -61,6 +65,10 @@ func TestLayoutOffsets(t *testing.T) {
 		{"Header.RingOff", unsafe.Offsetof(h.RingOff), 72},
 		{"Header.Load", unsafe.Offsetof(h.Load), 96},
 		{"Header.Roles", unsafe.Offsetof(h.Roles), 160},
+		{"Header.LogprobsOff", unsafe.Offsetof(h.LogprobsOff), 416},
+		{"Header.TopEntrySize", unsafe.Offsetof(h.TopEntrySize), 436},
+		{"Req.TopLogprobs", unsafe.Offsetof(q.TopLogprobs), 176},
+		{"Req.TopRead", unsafe.Offsetof(q.TopRead), 180},
 		{"Req.StateGen", unsafe.Offsetof(q.StateGen), 0},
 		{"Req.PromptLen", unsafe.Offsetof(q.PromptLen), 48},
 		{"Req.Abort", unsafe.Offsetof(q.Abort), 92},
@@ -139,6 +147,7 @@ func TestLayoutDocTables(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[Header](), reflect.TypeFor[Load](), reflect.TypeFor[RoleState](),
 		reflect.TypeFor[Req](), reflect.TypeFor[RingHeader](), reflect.TypeFor[RingEntry](),
+		reflect.TypeFor[TopEntry](), reflect.TypeFor[TopAlt](),
 	} {
 		rows, ok := tables[typ.Name()]
 		if !ok {
@@ -179,9 +188,9 @@ func TestLayoutDocTables(t *testing.T) {
 
 func TestComputeLayout(t *testing.T) {
 	for name, s := range map[string]Sizes{
-		"tiny":    {Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4},
+		"tiny":    {Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1},
 		"default": Sizes{Slots: 1000, MaxReqTotalLen: 16384}.withDefaults(),
-		"max":     {Slots: MaxSlots, MaxReqTotalLen: 1 << 14, TextQueueBytes: 4096, RingEntries: MaxRingEntries},
+		"max":     {Slots: MaxSlots, MaxReqTotalLen: 1 << 14, TextQueueBytes: 4096, RingEntries: MaxRingEntries, TopRingEntries: 256},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(); err != nil {
@@ -191,20 +200,23 @@ func TestComputeLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.TextOff, l.RingOff} {
+			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.LogprobsOff, l.TextOff, l.TopOff, l.RingOff} {
 				if off%sectionAlign != 0 {
 					t.Errorf("offset %d not %d-aligned", off, sectionAlign)
 				}
 			}
+			tok := uint64(s.Slots) * uint64(s.MaxReqTotalLen) * 4
 			if l.TokensOff < l.SlotsOff+uint64(s.Slots)*SlotSize ||
-				l.TextOff < l.TokensOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4 ||
-				l.RingOff < l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes) ||
+				l.LogprobsOff < l.TokensOff+tok ||
+				l.TextOff < l.LogprobsOff+tok ||
+				l.TopOff < l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes) ||
+				l.RingOff < l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize ||
 				l.FileSize < l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize {
 				t.Errorf("sections overlap: %+v", l)
 			}
 		})
 	}
-	if _, err := computeLayout(Sizes{Slots: MaxSlots, MaxReqTotalLen: MaxReqTotalLenCap, TextQueueBytes: 64, RingEntries: 4}); err == nil {
+	if _, err := computeLayout(Sizes{Slots: MaxSlots, MaxReqTotalLen: MaxReqTotalLenCap, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1}); err == nil {
 		t.Error("a 1 TiB layout was accepted")
 	}
 }

@@ -131,6 +131,10 @@ func Create(opts CreateOptions) (*Region, error) {
 	h.TokensOff.Store(lay.TokensOff)
 	h.TextOff.Store(lay.TextOff)
 	h.RingOff.Store(lay.RingOff)
+	h.LogprobsOff.Store(lay.LogprobsOff)
+	h.TopOff.Store(lay.TopOff)
+	h.TopRingEntries.Store(sizes.TopRingEntries)
+	h.TopEntrySize.Store(TopEntrySize)
 	h.CreatedUnixNano.Store(time.Now().UnixNano())
 	h.CreatorPid.Store(uint32(os.Getpid()))
 	h.Magic.Store(Magic) // publish: the header is complete
@@ -213,15 +217,16 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 		return Sizes{}, layout{}, fmt.Errorf("file has layout version %d, this binary uses %d (restart the instance with matching binaries): %w",
 			v, LayoutVersion, ErrVersion)
 	}
-	if hs, ss, rs := h.HeaderSize.Load(), h.SlotSize.Load(), h.RingEntrySize.Load(); hs != HeaderSize || ss != SlotSize || rs != RingEntrySize {
-		return Sizes{}, layout{}, fmt.Errorf("header/slot/entry sizes %d/%d/%d, want %d/%d/%d: %w",
-			hs, ss, rs, HeaderSize, SlotSize, RingEntrySize, ErrLayout)
+	if hs, ss, rs, ts := h.HeaderSize.Load(), h.SlotSize.Load(), h.RingEntrySize.Load(), h.TopEntrySize.Load(); hs != HeaderSize || ss != SlotSize || rs != RingEntrySize || ts != TopEntrySize {
+		return Sizes{}, layout{}, fmt.Errorf("header/slot/entry/top entry sizes %d/%d/%d/%d, want %d/%d/%d/%d: %w",
+			hs, ss, rs, ts, HeaderSize, SlotSize, RingEntrySize, TopEntrySize, ErrLayout)
 	}
 	s := Sizes{
 		Slots:          h.Slots.Load(),
 		MaxReqTotalLen: h.MaxReqTotalLen.Load(),
 		TextQueueBytes: h.TextQueueBytes.Load(),
 		RingEntries:    h.RingEntries.Load(),
+		TopRingEntries: h.TopRingEntries.Load(),
 	}
 	if err := s.Validate(); err != nil {
 		return s, layout{}, fmt.Errorf("%v: %w", err, ErrLayout)
@@ -231,7 +236,8 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 		return s, lay, fmt.Errorf("%v: %w", err, ErrLayout)
 	}
 	if h.SlotsOff.Load() != lay.SlotsOff || h.TokensOff.Load() != lay.TokensOff ||
-		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff {
+		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff ||
+		h.LogprobsOff.Load() != lay.LogprobsOff || h.TopOff.Load() != lay.TopOff {
 		return s, lay, fmt.Errorf("section offsets disagree with the sizes: %w", ErrLayout)
 	}
 	if fs := h.FileSize.Load(); fs != lay.FileSize || fileSize != lay.FileSize {
@@ -245,17 +251,22 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	r.hdr = (*Header)(unsafe.Pointer(&mem[0]))
 	r.reqs = unsafe.Slice((*Req)(unsafe.Pointer(&mem[l.SlotsOff])), s.Slots)
 	tokens := unsafe.Slice((*int32)(unsafe.Pointer(&mem[l.TokensOff])), uint64(s.Slots)*uint64(s.MaxReqTotalLen))
+	logprobs := unsafe.Slice((*float32)(unsafe.Pointer(&mem[l.LogprobsOff])), uint64(s.Slots)*uint64(s.MaxReqTotalLen))
 	text := mem[l.TextOff : l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes)]
+	top := unsafe.Slice((*TopEntry)(unsafe.Pointer(&mem[l.TopOff])), uint64(s.Slots)*uint64(s.TopRingEntries))
 	r.slots = make([]Slot, s.Slots)
 	for i := range r.slots {
-		t0 := uint64(i) * uint64(s.MaxReqTotalLen)
-		q0 := uint64(i) * uint64(s.TextQueueBytes)
+		t0, t1 := uint64(i)*uint64(s.MaxReqTotalLen), uint64(i+1)*uint64(s.MaxReqTotalLen)
+		q0, q1 := uint64(i)*uint64(s.TextQueueBytes), uint64(i+1)*uint64(s.TextQueueBytes)
+		k0, k1 := uint64(i)*uint64(s.TopRingEntries), uint64(i+1)*uint64(s.TopRingEntries)
 		r.slots[i] = Slot{
-			Req:    &r.reqs[i],
-			Index:  i,
-			region: r,
-			tokens: tokens[t0 : t0+uint64(s.MaxReqTotalLen) : t0+uint64(s.MaxReqTotalLen)],
-			text:   text[q0 : q0+uint64(s.TextQueueBytes) : q0+uint64(s.TextQueueBytes)],
+			Req:      &r.reqs[i],
+			Index:    i,
+			region:   r,
+			tokens:   tokens[t0:t1:t1],
+			logprobs: logprobs[t0:t1:t1],
+			text:     text[q0:q1:q1],
+			top:      top[k0:k1:k1],
 		}
 	}
 	rh := (*RingHeader)(unsafe.Pointer(&mem[l.RingOff]))

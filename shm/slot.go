@@ -96,6 +96,9 @@ type Params struct {
 	SpacesBetweenSpecialTokens bool
 	InputPenalty               bool
 	StopTokenIDs               []int32 // at most MaxStopTokenIDs
+	// TopLogprobs asks infer for that many most likely alternatives per
+	// output token (0..MaxTopLogprobs), read back with ReadTop.
+	TopLogprobs uint32
 }
 
 // Request is what the apiserver writes into a freshly allocated slot.
@@ -115,7 +118,11 @@ type Slot struct {
 	Index  int
 	region *Region
 	tokens []int32 // MaxReqTotalLen ids: prompt, then outputs
-	text   []byte  // TextQueueBytes ring
+	// logprobs parallels tokens: the log-probability of each output token
+	// (prompt positions unused).
+	logprobs []float32
+	text     []byte     // TextQueueBytes ring
+	top      []TopEntry // TopRingEntries ring of top-logprob entries
 }
 
 // Load returns the state and generation, read together.
@@ -197,6 +204,8 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 			s.Index, len(q.Prompt), p.MaxNewTokens, capTok, ErrTooLong)
 	case len(p.StopTokenIDs) > MaxStopTokenIDs:
 		return fmt.Errorf("slot %d: %d stop token ids, at most %d: %w", s.Index, len(p.StopTokenIDs), MaxStopTokenIDs, ErrTooLong)
+	case p.TopLogprobs > MaxTopLogprobs:
+		return fmt.Errorf("slot %d: %d top logprobs, at most %d: %w", s.Index, p.TopLogprobs, MaxTopLogprobs, ErrTooLong)
 	}
 	copy(s.tokens, q.Prompt)
 	s.RequestID.Store(q.RequestID)
@@ -227,6 +236,7 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 		s.StopTokenIDs[i].Store(id)
 	}
 	s.NumStopTokenIDs.Store(uint32(len(p.StopTokenIDs)))
+	s.TopLogprobs.Store(p.TopLogprobs)
 	return nil
 }
 
@@ -248,6 +258,7 @@ func (s *Slot) Params() Params {
 		SkipSpecialTokens:          f&FlagSkipSpecialTokens != 0,
 		SpacesBetweenSpecialTokens: f&FlagSpacesBetweenSpecialTokens != 0,
 		InputPenalty:               f&FlagInputPenalty != 0,
+		TopLogprobs:                min(s.TopLogprobs.Load(), MaxTopLogprobs),
 	}
 	n := min(s.NumStopTokenIDs.Load(), MaxStopTokenIDs)
 	if n > 0 {
@@ -369,8 +380,9 @@ func (s *Slot) Release(gen uint32) error {
 	return nil
 }
 
-// reset zeroes every field but StateGen. Token arrays are not cleared:
-// PromptLen and CandetokenOutLen bound what is valid.
+// reset zeroes every field but StateGen. Token, logprob and top arrays are
+// not cleared: PromptLen and CandetokenOutLen bound what is valid, and a top
+// entry names the generation it belongs to.
 func (s *Slot) reset() {
 	q := s.Req
 	for _, f := range []interface{ Store(uint64) }{&q.RequestID, &q.GroupID, &q.TextHead, &q.TextTail} {
@@ -384,7 +396,7 @@ func (s *Slot) reset() {
 		&q.RepetitionPenalty, &q.PresencePenalty, &q.FrequencyPenalty, &q.Flags, &q.NumStopTokenIDs, &q.Abort,
 		&q.OutputLen, &q.KVLen, &q.CandetokenOutLen, &q.FinishStatus, &q.FinishTokenIndex, &q.InferReleased,
 		&q.InferEpoch, &q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
-		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused,
+		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused, &q.TopLogprobs, &q.TopRead,
 	} {
 		f.Store(0)
 	}

@@ -17,7 +17,7 @@ func sampleRequest() Request {
 		Params: Params{
 			Temperature: 0.7, TopP: 0.9, TopK: 40, RepetitionPenalty: 1.1, PresencePenalty: 0.2,
 			FrequencyPenalty: 0.3, Seed: -1, MinNewTokens: 2, MaxNewTokens: 20, IgnoreEOS: true,
-			DoSample: true, SkipSpecialTokens: true, InputPenalty: true, StopTokenIDs: []int32{7, 9},
+			DoSample: true, SkipSpecialTokens: true, InputPenalty: true, StopTokenIDs: []int32{7, 9}, TopLogprobs: 5,
 		},
 	}
 }

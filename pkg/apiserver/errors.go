@@ -137,7 +137,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 		s.log.Debug().Str("path", r.URL.Path).Int("status", e.Status).Str("request_id", requestIDFrom(r.Context())).
 			Msg(e.Message)
 	}
-	if s.opts.Observer != nil {
+	if s.opts.Observer != nil && !isHealthProbe(r.Context()) {
 		s.opts.Observer.RequestFailed(r.URL.Path, e.Status)
 	}
 	writeJSON(w, e.Status, e.body())

@@ -329,6 +329,26 @@ func TestObserver(t *testing.T) {
 	}
 }
 
+// Health probes are served but kept out of request metrics, successes and
+// failures alike; "0" or another value is an ordinary request.
+func TestObserverSkipsHealthProbes(t *testing.T) {
+	obs := &observer{}
+	ts := startServer(t, apiserver.Options{Observer: obs}, fakebackend.Options{})
+	probe := []string{apiserver.HealthProbeHeader, "1"}
+	if r := ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"max_new_tokens":1}}`, probe...); r.status != 200 {
+		t.Fatalf("probe: %d %s", r.status, r.body)
+	}
+	if r := ts.post(t, "/generate", `{"inputs":5}`, probe...); r.status != 400 {
+		t.Fatalf("bad probe: %d %s", r.status, r.body)
+	}
+	ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"max_new_tokens":2}}`, apiserver.HealthProbeHeader, "0")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.done) != 1 || obs.done[0].CompletionTokens != 2 || len(obs.failed) != 0 {
+		t.Errorf("done %+v failed %v: want only the non-probe request", obs.done, obs.failed)
+	}
+}
+
 func TestRunStopsOnContext(t *testing.T) {
 	tok := storiesTokenizer(t)
 	srv, err := apiserver.New(apiserver.Options{MaxReqTotalLen: 64, GracefulTimeout: time.Second}, fakebackend.New(tok, fakebackend.Options{}), tok, nopLogger())

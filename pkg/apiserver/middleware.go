@@ -29,11 +29,27 @@ const drainCap = 64 << 20
 
 type ctxKey int
 
-const requestIDKey ctxKey = 0
+const (
+	requestIDKey ctxKey = iota
+	healthProbeKey
+)
+
+// HealthProbeHeader marks the health role's probe requests (pkg/health
+// sends it with the value "1"). They are served as any request but kept
+// out of the Observer's request metrics, as LightLLM keeps its probe (a
+// negative request id) out of them, so that request counts are what
+// clients sent.
+const HealthProbeHeader = "X-Lightllm-Health-Probe"
 
 func requestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+// isHealthProbe reports whether ctx is a health probe's request.
+func isHealthProbe(ctx context.Context) bool {
+	probe, _ := ctx.Value(healthProbeKey).(bool)
+	return probe
 }
 
 // validRequestID accepts client ids that are safe to echo and log.
@@ -108,7 +124,11 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		if s.draining.Load() {
 			w.Header().Set("Connection", "close")
 		}
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		if r.Header.Get(HealthProbeHeader) == "1" {
+			ctx = context.WithValue(ctx, healthProbeKey, true)
+		}
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {

@@ -24,6 +24,8 @@ type run struct {
 	cacheLen   int
 	finish     []FinishReason
 	abortOnce  sync.Once
+	// probe: a health probe's request, kept out of the Observer.
+	probe bool
 }
 
 // submit admits g: refused while draining, when the server is not ready,
@@ -56,7 +58,7 @@ func (s *Server) submit(ctx context.Context, path string, g *Group) (*run, *apiE
 		return nil, s.asAPIError(err)
 	}
 	return &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
-		tokens: make([]int, g.N), finish: make([]FinishReason, g.N)}, nil
+		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), probe: isHealthProbe(ctx)}, nil
 }
 
 // next returns the next event; ok is false when every sequence has
@@ -136,7 +138,7 @@ func (r *run) close() {
 		r.abort()
 	}
 	r.s.seqs.Add(-int64(r.group.N))
-	if r.left == 0 && r.s.opts.Observer != nil {
+	if r.left == 0 && r.s.opts.Observer != nil && !r.probe {
 		total := 0
 		for _, n := range r.tokens {
 			total += n

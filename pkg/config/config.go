@@ -99,6 +99,11 @@ type Config struct {
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
 	HeartbeatTimeout  Duration `json:"heartbeat_timeout"` // 0 disables wedge detection
 
+	// MetricsVLLMCompat also serves the live gauges under vLLM's names
+	// (vllm:num_requests_waiting, ...) on the API port's /metrics, which the
+	// Gateway API Inference Extension's endpoint picker reads out of the box.
+	MetricsVLLMCompat bool `json:"metrics_vllm_compat"`
+
 	// Logging.
 	LogLevel  string `json:"log_level"`
 	LogFormat string `json:"log_format"` // auto|json|console

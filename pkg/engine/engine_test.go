@@ -574,3 +574,48 @@ func TestPromptCacheEvictedForRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCacheLenOnOutputs: every output carries the request's cache hit,
+// including a one-token request that is gone (no Info) after its only step.
+func TestPromptCacheLenOnOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    engine.Options
+		noCache bool
+		want    int
+	}{
+		{"cache on", engine.Options{}, false, 29},
+		{"request opts out", engine.Options{}, true, 0},
+		{"cache off", engine.Options{DisablePromptCache: true}, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, enginetest.NewFakeModel(100, 512), tc.opts)
+			p := prompt(4, 30)
+			if err := e.Add(engine.Request{ID: 1, Prompt: p, Params: greedy(3)}); err != nil {
+				t.Fatal(err)
+			}
+			runAll(t, e)
+			for id, maxNew := range map[uint64]int{2: 1, 3: 4} {
+				if err := e.Add(engine.Request{ID: id, Prompt: p, Params: greedy(maxNew), DisablePromptCache: tc.noCache}); err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for e.HasWork() {
+					outs, err := e.Step()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, o := range outs {
+						n++
+						if o.PromptCacheLen != tc.want {
+							t.Fatalf("request %d output %d: prompt_cache_len %d, want %d", id, n, o.PromptCacheLen, tc.want)
+						}
+					}
+				}
+				if n != maxNew {
+					t.Fatalf("request %d: %d outputs, want %d", id, n, maxNew)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,11 @@ type Output struct {
 	LogProb  float32
 	Finished bool
 	Reason   FinishReason
+	// PromptCacheLen is the prompt tokens the request found in the prompt
+	// cache at its first admission (0 with the cache off). It rides on every
+	// token because a request that finishes in the step that admitted it is
+	// gone before Info could be asked.
+	PromptCacheLen int
 }
 
 // State is where a request is in the engine.

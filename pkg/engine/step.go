@@ -198,7 +198,7 @@ func (e *Engine) collect() error {
 		r.tokens = append(r.tokens, res.Token)
 		why := r.finishReason(res.Token)
 		e.outs = append(e.outs, Output{ID: r.id, Token: res.Token, LogProb: res.LogProb,
-			Finished: why != NotFinished, Reason: why})
+			Finished: why != NotFinished, Reason: why, PromptCacheLen: max(r.cacheLen, 0)})
 		if why != NotFinished {
 			e.finished = append(e.finished, r)
 		}

@@ -94,8 +94,11 @@ type Monitor struct {
 	checking  sync.Mutex // serialises Check; guards the fields below
 	fails     map[string]int
 	busySince time.Time
-	engineOK  bool           // the engine answered at least once
-	lastRoles map[string]int // pid per role at the last check
+	// busyProgress is when a check last found the engine busy and
+	// progressing.
+	busyProgress time.Time
+	engineOK     bool           // the engine answered at least once
+	lastRoles    map[string]int // pid per role at the last check
 
 	mu   sync.Mutex // guards last: Report must not wait for a probe
 	last Report
@@ -270,10 +273,15 @@ func (m *Monitor) checkEngine(ctx context.Context, now time.Time, rep *Report) {
 			return
 		}
 		m.engineOK = true
+		m.busyProgress = now
 		return
 	}
-	if !e.LastProgress.IsZero() && now.Sub(e.LastProgress) < m.Interval {
-		m.engineOK = true // it just served something: no need to probe
+	// Skip the probe when this monitor saw the engine busy and progressing
+	// within the last Interval: it just served something. Infer's own
+	// LastProgress cannot tell, since an idle infer refreshes it too (so
+	// that the apiserver's /health rule holds after a long idle time).
+	if !m.busyProgress.IsZero() && now.Sub(m.busyProgress) < m.Interval {
+		m.engineOK = true
 		return
 	}
 	if m.Probe == nil {

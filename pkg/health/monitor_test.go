@@ -194,12 +194,23 @@ func TestBusyAfterIdleIsNotStale(t *testing.T) {
 	}
 }
 
+// Right after a busy, progressing check the idle engine is not probed; an
+// idle infer's fresh LastProgress alone (it refreshes it while idle) does
+// not skip the probe, or the probe would never run on a real server.
 func TestProbeSkippedAfterRecentProgress(t *testing.T) {
 	r := newRig(t)
+	r.engine = Engine{Running: 2, LastProgress: r.now.Add(r.m.Interval)}
+	r.step(t) // busy and progressing
 	r.probeErr = errors.New("must not be called")
-	r.engine = Engine{LastProgress: r.now.Add(r.m.Interval - time.Second)} // 1 s before the check
-	if rep := r.step(t); rep.Status != Healthy || r.probes != 0 || !rep.Ready {
+	r.engine = Engine{LastProgress: r.now}
+	r.now = r.now.Add(r.m.Interval / 2) // the next check comes early
+	if rep := r.m.Check(context.Background()); rep.Status != Healthy || r.probes != 0 || !rep.Ready {
 		t.Fatalf("status %v probes %d ready %v", rep.Status, r.probes, rep.Ready)
+	}
+	r.probeErr = nil
+	r.engine = Engine{LastProgress: r.now.Add(r.m.Interval - time.Millisecond)} // idle, freshly refreshed
+	if rep := r.step(t); rep.Status != Healthy || r.probes != 1 {
+		t.Fatalf("idle a whole interval: status %v, %d probes, want 1", rep.Status, r.probes)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 
 // ProbeHeader marks the probe's requests, so the apiserver can keep them
 // out of request metrics (LightLLM gave its probe a negative request id).
+// It is apiserver.HealthProbeHeader, spelled out here so that the health
+// binary does not link the HTTP layer; test/e2e checks the two agree.
 const ProbeHeader = "X-Lightllm-Health-Probe"
 
 // HTTPProbe is the active check: a real generation of one token through

@@ -68,7 +68,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	defer mc.Close()
 	w, err := NewWorker(region, ex, WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
-		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log})
+		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log,
+		Hooks: TestHooksFromEnv(cfg.RunDir, log)})
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,10 @@ type WorkerOptions struct {
 	StallLimit time.Duration
 	// Metrics receives the step metrics; nil sends none.
 	Metrics *metrics.Client
-	Log     zerolog.Logger
+	// Hooks are the end-to-end tests' fault injection (testhook.go); nil,
+	// the default, is off.
+	Hooks *TestHooks
+	Log   zerolog.Logger
 }
 
 // Worker connects an Executor to the shm region. Its methods other than
@@ -363,6 +367,9 @@ func (w *Worker) start(index int, gen uint32) {
 
 // step runs one engine step and writes its outputs back.
 func (w *Worker) step() error {
+	if w.o.Hooks.wedgeDue() {
+		w.o.Hooks.wedge(context.Background())
+	}
 	start := time.Now()
 	outs, err := w.ex.Step()
 	took := time.Since(start)

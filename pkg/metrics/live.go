@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,18 +99,46 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// APIHandler serves the API port's /metrics: the live gauges from live's
-// registry, followed by the metric role's text fetched from metricURL
-// (http://host:metric_port/metrics) when it answers within timeout. The
-// metric role being down costs at most timeout and leaves the live gauges
-// intact, so the gateway keeps routing. metricURL "" serves the live gauges
-// only.
+// APIOptions configure APIHandlerWith.
+type APIOptions struct {
+	// MetricURL is the metric role's /metrics (http://host:metric_port/metrics);
+	// "" serves the live gauges only.
+	MetricURL string
+	// Timeout bounds one fetch from the metric role (default 250 ms).
+	Timeout time.Duration
+	// CacheFor is how long a fetched text (or a failed fetch) is reused
+	// (default 500 ms; negative: fetch on every scrape). An endpoint picker
+	// scraping every 50 ms then costs the metric role two scrapes a second,
+	// and a hung metric role delays at most one scrape per period; the live
+	// gauges are read afresh on every scrape regardless.
+	CacheFor time.Duration
+}
+
+// APIHandler is APIHandlerWith with a fetch timeout and the default cache.
 func APIHandler(live *prometheus.Registry, metricURL string, timeout time.Duration) http.Handler {
+	return APIHandlerWith(live, APIOptions{MetricURL: metricURL, Timeout: timeout})
+}
+
+// APIHandlerWith serves the API port's /metrics: the live gauges from
+// live's registry, read at every scrape, followed by the metric role's text
+// (fetched at most once per CacheFor, shared by concurrent scrapes). The
+// metric role being down or hung never loses the live gauges, so the
+// gateway keeps routing.
+func APIHandlerWith(live *prometheus.Registry, o APIOptions) http.Handler {
+	if o.Timeout <= 0 {
+		o.Timeout = 250 * time.Millisecond
+	}
+	if o.CacheFor == 0 {
+		o.CacheFor = 500 * time.Millisecond
+	}
 	liveH := promhttp.HandlerFor(live, promhttp.HandlerOpts{
 		// The text format only: the proxied part is text, and the two are concatenated.
 		EnableOpenMetrics: false,
 	})
-	client := &http.Client{Timeout: timeout}
+	var px *proxy
+	if o.MetricURL != "" {
+		px = &proxy{url: o.MetricURL, timeout: o.Timeout, cacheFor: o.CacheFor, client: &http.Client{Timeout: o.Timeout}}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Force the plain text format: a negotiated protobuf or gzip
 		// encoding could not be concatenated with the proxied text.
@@ -117,26 +146,82 @@ func APIHandler(live *prometheus.Registry, metricURL string, timeout time.Durati
 		lr.Header.Set("Accept", "text/plain")
 		lr.Header.Del("Accept-Encoding")
 		liveH.ServeHTTP(w, lr)
-		if metricURL == "" {
-			return
+		if px != nil {
+			_, _ = w.Write(px.text(r.Context()))
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricURL, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/plain")
-		resp, err := client.Do(req)
-		if err != nil {
-			io.WriteString(w, "# metric role unreachable\n")
-			return
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			io.WriteString(w, "# metric role answered "+resp.Status+"\n")
-			return
-		}
-		_, _ = io.Copy(w, resp.Body)
 	})
+}
+
+// proxy fetches the metric role's text, one fetch at a time, and keeps the
+// last answer for cacheFor.
+type proxy struct {
+	url      string
+	timeout  time.Duration
+	cacheFor time.Duration
+	client   *http.Client
+
+	mu       sync.Mutex
+	body     []byte
+	at       time.Time
+	inflight chan struct{} // closed when the running fetch ends; nil when none
+}
+
+// text returns the cached text when fresh, else joins or starts a fetch.
+// A caller whose ctx ends first gets the stale text.
+func (p *proxy) text(ctx context.Context) []byte {
+	p.mu.Lock()
+	if p.body != nil && p.cacheFor > 0 && time.Since(p.at) < p.cacheFor {
+		b := p.body
+		p.mu.Unlock()
+		return b
+	}
+	wait := p.inflight
+	if wait == nil {
+		wait = make(chan struct{})
+		p.inflight = wait
+		go p.fetch(wait)
+	}
+	stale := p.body
+	p.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return stale
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.body
+}
+
+// fetch runs detached from any one scrape, so a scraper that goes away does
+// not fail the others waiting on it.
+func (p *proxy) fetch(done chan struct{}) {
+	body := p.get()
+	p.mu.Lock()
+	p.body, p.at, p.inflight = body, time.Now(), nil
+	p.mu.Unlock()
+	close(done)
+}
+
+func (p *proxy) get() []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return []byte("# metric role: bad URL\n")
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return []byte("# metric role unreachable\n")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return []byte("# metric role answered " + resp.Status + "\n")
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return []byte("# metric role: reading its answer failed\n")
+	}
+	return b
 }

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +154,90 @@ func TestAPIHandler(t *testing.T) {
 				t.Errorf("proxied metric present=%v, want %v:\n%s", got, tc.wantProxy, body)
 			}
 		})
+	}
+}
+
+// scrapeText GETs url and returns the body and how long it took.
+func scrapeText(t *testing.T, url string) (string, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), time.Since(start)
+}
+
+// The metric role's text is fetched once per CacheFor however often the
+// API port is scraped, concurrent scrapes share one fetch, and the live
+// gauges are read on every scrape.
+func TestAPIHandlerCachesProxy(t *testing.T) {
+	var fetches, reads atomic.Int64
+	role := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := fetches.Add(1)
+		time.Sleep(20 * time.Millisecond) // long enough for concurrent scrapes to overlap
+		fmt.Fprintf(w, "lightllm_request_count_total{model_name=\"m\"} %d\n", n)
+	}))
+	defer role.Close()
+	live := prometheus.NewRegistry()
+	live.MustRegister(NewLiveCollector(func() LiveLoad { return LiveLoad{Running: reads.Add(1)} }, LiveOptions{ModelName: "m"}))
+	api := httptest.NewServer(APIHandlerWith(live, APIOptions{MetricURL: role.URL, CacheFor: 300 * time.Millisecond}))
+	defer api.Close()
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if body, _ := scrapeText(t, api.URL); !strings.Contains(body, `lightllm_request_count_total{model_name="m"} 1`) {
+				t.Errorf("concurrent scrape:\n%s", body)
+			}
+		}()
+	}
+	wg.Wait()
+	body, _ := scrapeText(t, api.URL)
+	if n := fetches.Load(); n != 1 || !strings.Contains(body, "} 1\n") {
+		t.Fatalf("9 scrapes within the cache period: %d fetches, want 1:\n%s", n, body)
+	}
+	if n := reads.Load(); n != 9 {
+		t.Errorf("live load read %d times for 9 scrapes", n)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if body, _ := scrapeText(t, api.URL); fetches.Load() != 2 || !strings.Contains(body, "} 2\n") {
+		t.Errorf("after the cache period: %d fetches:\n%s", fetches.Load(), body)
+	}
+}
+
+// A hung metric role (accepts, never answers) costs one scrape the fetch
+// timeout; scrapes within the cache period answer at once, live gauges
+// included.
+func TestAPIHandlerHungMetricRole(t *testing.T) {
+	release := make(chan struct{})
+	role := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer role.Close()
+	defer close(release)
+	live := prometheus.NewRegistry()
+	live.MustRegister(NewLiveCollector(func() LiveLoad { return LiveLoad{Waiting: 3} }, LiveOptions{ModelName: "m"}))
+	api := httptest.NewServer(APIHandlerWith(live, APIOptions{MetricURL: role.URL, Timeout: 100 * time.Millisecond, CacheFor: time.Second}))
+	defer api.Close()
+	body, took := scrapeText(t, api.URL)
+	if took > time.Second || !strings.Contains(body, `lightllm_num_requests_waiting{model_name="m"} 3`) || !strings.Contains(body, "# metric role unreachable") {
+		t.Fatalf("first scrape took %v:\n%s", took, body)
+	}
+	for range 5 {
+		if body, took := scrapeText(t, api.URL); took > 50*time.Millisecond || !strings.Contains(body, "} 3\n") {
+			t.Fatalf("scrape within the cache period took %v:\n%s", took, body)
+		}
 	}
 }
 

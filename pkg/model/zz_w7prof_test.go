@@ -49,3 +49,30 @@ func BenchmarkW7Decode(b *testing.B) {
 	}
 	b.ReportMetric(float64(S*b.N)/b.Elapsed().Seconds(), "tok/s")
 }
+
+func BenchmarkW7Prefill(b *testing.B) {
+	p := os.Getenv("W7_MODEL")
+	if p == "" {
+		b.Skip("W7_MODEL unset")
+	}
+	m, err := Load(p, LoadOptions{Threads: 1, NoTokenizer: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	const P = 64
+	kv := m.NewKV(P)
+	toks, pos, slots := make([]int32, P), make([]int32, P), make([]int32, P)
+	for i := range toks {
+		toks[i] = int32(3 + i*7%(m.Config().Vocab-3))
+		pos[i], slots[i] = int32(i), int32(i)
+	}
+	out := [][]float32{make([]float32, m.Config().Vocab)}
+	batch := &Batch{Tokens: toks, Positions: pos, Seqs: []Seq{{0, P, slots, true}}}
+	for b.Loop() {
+		if err := m.Forward(batch, kv, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(P*b.N)/b.Elapsed().Seconds(), "tok/s")
+}

@@ -32,6 +32,7 @@ type Ctx struct {
 	xq   []int8
 	xd   []float32
 	xs   []int32
+	xt   []byte // q8_0 activation tiles (VNNI kernels)
 	mm   mmTask
 }
 
@@ -51,6 +52,7 @@ type mmTask struct {
 	xq    []int8
 	xd    []float32
 	xs    []int32 // 8 * sum of each quantized activation block (packed q4_0)
+	xt    []byte  // activation tiles of eight tokens (q8_0 with VNNI)
 	T     int
 	cols  int
 }
@@ -75,7 +77,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	quant, packed := false, false
+	quant, packed, tiled := false, false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
 	units := 0
@@ -85,6 +87,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
 		}
 		quant = quant || o.W.Type.Quantized()
+		tiled = tiled || (o.W.Type == Q8_0 && T > 1 && hasVNNI)
 		m.outs[i] = o
 		m.start[i] = units
 		m.unit[i] = 1
@@ -99,7 +102,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		if cols%QK != 0 {
 			return fmt.Errorf("matmul: width %d of a quantized matrix is not a multiple of %d", cols, QK)
 		}
-		c.quantize(x, T, cols, packed)
+		c.quantize(x, T, cols, packed, tiled)
 	}
 	grain := max(1, minChunkWork/(cols*T))
 	if packed {
@@ -109,13 +112,13 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd, m.xs = nil, nil, nil, nil
+	m.x, m.xq, m.xd, m.xs, m.xt = nil, nil, nil, nil, nil
 	return nil
 }
 
 // quantize converts the T activation rows to q8_0 once for all matrices
 // (and, for packed q4_0 matrices, the block sums their kernel needs).
-func (c *Ctx) quantize(x []float32, T, cols int, sums bool) {
+func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 	nb := cols / QK
 	if len(c.xq) < T*cols {
 		c.xq = make([]int8, T*cols)
@@ -137,6 +140,18 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums bool) {
 		}
 		m.xs = c.xs[:T*nb]
 	}
+	if tiles {
+		nt := (T + q8TileTokens - 1) / q8TileTokens
+		tb := nb * q8TileBlockBytes
+		if len(c.xt) < nt*tb {
+			c.xt = make([]byte, nt*tb)
+		}
+		for i := 0; i < nt; i++ {
+			t0 := i * q8TileTokens
+			fillQ8Tile(c.xt[i*tb:(i+1)*tb], c.xq[t0*cols:], c.xd[t0*nb:], nb, min(q8TileTokens, T-t0))
+		}
+		m.xt = c.xt[:nt*tb]
+	}
 }
 
 func (m *mmTask) Run(_, lo, hi int) {
@@ -156,6 +171,8 @@ func (m *mmTask) rows(o *Out, r0, r1 int) {
 	switch {
 	case w.q4 != nil:
 		m.rowsQ4x8(o, r0, r1)
+	case w.Type == Q8_0 && m.xt != nil:
+		m.rowsQ8Tile(o, r0, r1)
 	case m.T == 1 && w.Type == Q8_0:
 		// One row at a time: a single stream through the weights is
 		// what this memory system reads fastest (kernels interleaving
@@ -244,6 +261,35 @@ func (m *mmTask) rowsQ4x8(o *Out, r0, r1 int) {
 					q4x8(grp, nb, m.xq[t*cols:], m.xd[t*nb:], m.xs[t*nb:], n, &res)
 					for k := 0; k < n; k++ {
 						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res[8*k:8*k+8])
+					}
+				}
+			}
+		}
+	}
+}
+
+// rowsQ8Tile computes rows [r0, r1) of a q8_0 matrix against the
+// activation tiles, eight tokens per kernel call.
+func (m *mmTask) rowsQ8Tile(o *Out, r0, r1 int) {
+	w, nOut := o.W, o.W.Rows
+	nb := m.cols / QK
+	tb := nb * q8TileBlockBytes
+	nt := len(m.xt) / tb
+	rowBlock := max(1, blockWeights/w.rowBytes)
+	tileGroup := max(1, tileActs/tb)
+	var res [8]float32
+	for b0 := r0; b0 < r1; b0 += rowBlock {
+		b1 := min(r1, b0+rowBlock)
+		for g0 := 0; g0 < nt; g0 += tileGroup {
+			g1 := min(nt, g0+tileGroup)
+			for r := b0; r < b1; r++ {
+				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+				for i := g0; i < g1; i++ {
+					t0 := i * q8TileTokens
+					n := min(q8TileTokens, m.T-t0)
+					q8Tile(row, nb, m.xt[i*tb:(i+1)*tb], n, &res)
+					for k := 0; k < n; k++ {
+						o.Y[(t0+k)*nOut+r] = res[k]
 					}
 				}
 			}

@@ -42,6 +42,9 @@ func cpuNow() float64 {
 }
 
 func TestZZStream(t *testing.T) {
+	if os.Getenv("W7_PERF") == "" {
+		t.Skip("perf")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	const rows, cols = 5632, 2048
@@ -85,6 +88,9 @@ func TestZZStream(t *testing.T) {
 }
 
 func TestZZL1(t *testing.T) {
+	if os.Getenv("W7_PERF") == "" {
+		t.Skip("perf")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -120,6 +126,9 @@ func TestZZL1(t *testing.T) {
 }
 
 func TestZZStreams(t *testing.T) {
+	if os.Getenv("W7_PERF") == "" {
+		t.Skip("perf")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	buf := make([]byte, 512<<20)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -53,7 +52,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	defer mc.Close()
 	live := prometheus.NewRegistry()
-	if err := live.Register(metrics.NewLiveCollector(metrics.ShmLoadFunc(region.Load()), metrics.LiveOptions{ModelName: cfg.ModelName})); err != nil {
+	if err := live.Register(metrics.NewLiveCollector(metrics.ShmLoadFunc(region.Load()), metrics.LiveOptions{ModelName: cfg.ModelName, VLLMCompat: cfg.MetricsVLLMCompat})); err != nil {
 		return fmt.Errorf("live metrics: %w", err)
 	}
 	metricURL := "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetricPort)) + "/metrics"
@@ -64,7 +63,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		MaxReqTotalLen:  cfg.MaxReqTotalLen,
 		MaxInFlight:     region.NumSlots(),
 		GracefulTimeout: cfg.GracefulTimeout.D(),
-		Metrics:         metrics.APIHandler(live, metricURL, time.Second),
+		Metrics:         metrics.APIHandlerWith(live, metrics.APIOptions{MetricURL: metricURL}),
 		ServerInfo:      &info,
 		Observer:        Observer{C: mc},
 	}, b, tok, log)

@@ -1,0 +1,94 @@
+// q8_0 x q8_0 products of one weight row against a tile of up to eight
+// tokens with AVX-512 VNNI (VPDPBUSD on 256-bit registers). The numbers
+// are those of dotQ8AVX2 (dot_amd64.s) and so of ggml's vec_dot_q8_0_q8_0:
+// per block, eight int32 lanes each summing four products, converted and
+// accumulated as acc = fma(lanes, dw*dx, acc), then the same horizontal sum.
+//
+// The tile (see q8Tile) holds, per block, the eight tokens' quants, then
+// -128 * (sum of each group of four quants) as int32 lanes, then their
+// scales: VPDPBUSD multiplies unsigned by signed bytes, so the weights are
+// offset by 128 (w^0x80) and the tile's correction restores the exact sum.
+
+#include "textflag.h"
+
+#define Q8TTOK(C, T, ACC) \
+	VMOVDQU          (256+32*C)(DI), T \
+	VPDPBUSD         (32*C)(DI), Y1, T \
+	VCVTDQ2PS        T, T              \
+	VFMADD231PS.BCST (4*C)(SP), T, ACC
+
+#define Q8THSUM(ACC, C) \
+	VMOVAPS      ACC, Y0      \
+	VEXTRACTF128 $1, Y0, X1   \
+	VADDPS       X1, X0, X0   \
+	VMOVHLPS     X0, X0, X1   \
+	VADDPS       X1, X0, X0   \
+	VMOVSHDUP    X0, X1       \
+	VADDSS       X1, X0, X0   \
+	VMOVSS       X0, (4*C)(AX)
+
+// func q8TileVNNI(w unsafe.Pointer, nb int, tile unsafe.Pointer, ntok int, out *[8]float32)
+TEXT ·q8TileVNNI(SB), NOSPLIT, $32-40
+	MOVQ         w+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         tile+16(FP), DI
+	MOVQ         ntok+24(FP), BX
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS       Y16, Y16, Y16
+	VXORPS       Y17, Y17, Y17
+	VXORPS       Y18, Y18, Y18
+	VXORPS       Y19, Y19, Y19
+	VXORPS       Y20, Y20, Y20
+	VXORPS       Y21, Y21, Y21
+	VXORPS       Y22, Y22, Y22
+	VXORPS       Y23, Y23, Y23
+
+q8tloop:
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y15, Y0, Y1
+	VPBROADCASTW (SI), X2
+	VCVTPH2PS    X2, Y2
+	VMULPS       512(DI), Y2, Y3
+	VMOVUPS      Y3, (SP)
+	Q8TTOK(0, Y4, Y16)
+	CMPQ         BX, $2
+	JLT          q8tnext
+	Q8TTOK(1, Y5, Y17)
+	CMPQ         BX, $3
+	JLT          q8tnext
+	Q8TTOK(2, Y6, Y18)
+	CMPQ         BX, $4
+	JLT          q8tnext
+	Q8TTOK(3, Y7, Y19)
+	CMPQ         BX, $5
+	JLT          q8tnext
+	Q8TTOK(4, Y8, Y20)
+	CMPQ         BX, $6
+	JLT          q8tnext
+	Q8TTOK(5, Y9, Y21)
+	CMPQ         BX, $7
+	JLT          q8tnext
+	Q8TTOK(6, Y10, Y22)
+	CMPQ         BX, $8
+	JLT          q8tnext
+	Q8TTOK(7, Y11, Y23)
+
+q8tnext:
+	ADDQ $34, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNE  q8tloop
+
+	MOVQ out+32(FP), AX
+	Q8THSUM(Y16, 0)
+	Q8THSUM(Y17, 1)
+	Q8THSUM(Y18, 2)
+	Q8THSUM(Y19, 3)
+	Q8THSUM(Y20, 4)
+	Q8THSUM(Y21, 5)
+	Q8THSUM(Y22, 6)
+	Q8THSUM(Y23, 7)
+	VZEROUPPER
+	RET

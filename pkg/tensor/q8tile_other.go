@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package tensor
+
+const hasVNNI = false
+
+func q8Tile(w []byte, nb int, tile []byte, ntok int, out *[8]float32) {
+	panic("q8Tile needs AVX-512 VNNI")
+}
