@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Drives a running server with the official OpenAI Node client, unchanged,
 // and checks what clients rely on: /v1/models, completions and chat
-// completions (plain and streamed, with usage), n>1 with a seed, stop
-// strings, x-request-id, and that a bad request surfaces as the client's
+// completions (plain and streamed, with usage), logprobs and top
+// alternatives as the client types them, n>1 with a seed, stop strings,
+// x-request-id, and that a bad request surfaces as the client's
 // BadRequestError with the offending param.
 //
-// The client is not a dependency of this repository. Install it anywhere:
-//   mkdir -p /tmp/oai && (cd /tmp/oai && npm install openai)
-//   OPENAI_NODE_DIR=/tmp/oai node scripts/openai-client-check.mjs --base-url http://127.0.0.1:8000/v1
+// The client is not a dependency of this repository: scripts/install-test-deps.sh
+// installs a pinned version into ~/.cache/lightllm-test/openai (or anywhere:
+// mkdir -p /tmp/oai && npm install --prefix /tmp/oai openai). Then:
+//   OPENAI_NODE_DIR=~/.cache/lightllm-test/openai node scripts/openai-client-check.mjs --base-url http://127.0.0.1:8000/v1
 // Flags: --base-url URL (or env OPENAI_BASE_URL), --require-chat (fail instead
 // of skipping chat when the model has no chat template).
 // Exit status 0 when every check passed; each check prints "ok" or "FAIL".
@@ -97,6 +99,44 @@ await check('completions.create stream + include_usage', async () => {
   assert(text === greedy, `streamed ${JSON.stringify(text)} != ${JSON.stringify(greedy)}`);
   assert(finish, 'no finish_reason');
   checkUsage(usage, 'stream usage chunk');
+});
+
+// Legacy completions logprobs: per token its logprob and a map of the most
+// likely alternatives (greedy: the token is the best of them).
+function checkCompletionLogprobs(lp, text, n, what) {
+  assert(lp && Array.isArray(lp.tokens) && lp.tokens.length > 0, `${what}: logprobs ${JSON.stringify(lp)}`);
+  assert(lp.token_logprobs.length === lp.tokens.length && lp.top_logprobs.length === lp.tokens.length &&
+    lp.text_offset.length === lp.tokens.length, `${what}: ragged logprobs ${JSON.stringify(lp)}`);
+  assert(lp.tokens.join('') === text, `${what}: tokens ${JSON.stringify(lp.tokens)} do not spell ${JSON.stringify(text)}`);
+  lp.tokens.forEach((tok, i) => {
+    const v = lp.token_logprobs[i];
+    const top = lp.top_logprobs[i];
+    const keys = Object.keys(top ?? {});
+    assert(typeof v === 'number' && v <= 0, `${what}: token ${i} logprob ${v}`);
+    assert(keys.length >= 1 && keys.length <= n, `${what}: token ${i} has ${keys.length} alternatives, want 1..${n}`);
+    assert(Math.max(...Object.values(top)) === v, `${what}: greedy token ${i} ${JSON.stringify(tok)} (${v}) is not the best of ${JSON.stringify(top)}`);
+  });
+}
+
+await check('completions logprobs', async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 3 });
+  const c = r.choices[0];
+  checkCompletionLogprobs(c.logprobs, c.text, 3, 'logprobs');
+  assert(c.logprobs.tokens.length === r.usage.completion_tokens, `${c.logprobs.tokens.length} tokens, usage ${r.usage.completion_tokens}`);
+  return `first token ${JSON.stringify(c.logprobs.tokens[0])} ${c.logprobs.token_logprobs[0].toFixed(4)}`;
+});
+
+await check('completions stream logprobs', async () => {
+  const stream = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2, stream: true });
+  let n = 0;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) {
+      if (c.text === '' && !c.logprobs) continue;
+      checkCompletionLogprobs(c.logprobs, c.text, 2, `chunk ${n}`);
+      n += c.logprobs.tokens.length;
+    }
+  }
+  assert(n === 8, `${n} tokens with logprobs in the stream, want 8`);
 });
 
 await check('completions n=3 with seed is reproducible', async () => {
@@ -201,6 +241,49 @@ if (chatAvailable) {
     assert(text === greedy, `streamed ${JSON.stringify(text)} != ${JSON.stringify(greedy)}`);
     assert(finish, 'no finish_reason');
     checkUsage(usage, 'chat usage chunk');
+  });
+
+  // Chat logprobs: per token its text, logprob, UTF-8 bytes and the top
+  // alternatives; the bytes spell the content even where one token is only
+  // part of a character.
+  const checkChatLogprobs = (content, text, n, what) => {
+    assert(Array.isArray(content) && content.length > 0, `${what}: logprobs.content ${JSON.stringify(content)}`);
+    const bytes = [];
+    content.forEach((t, i) => {
+      assert(typeof t.token === 'string' && typeof t.logprob === 'number' && t.logprob <= 0, `${what}: token ${i} ${JSON.stringify(t)}`);
+      assert(Array.isArray(t.bytes), `${what}: token ${i} has no bytes`);
+      bytes.push(...t.bytes);
+      assert(t.top_logprobs.length === n, `${what}: token ${i} has ${t.top_logprobs.length} alternatives, want ${n}`);
+      if (n > 0) assert(t.top_logprobs[0].logprob === t.logprob, `${what}: greedy token ${i} is not the best: ${JSON.stringify(t)}`);
+    });
+    assert(Buffer.from(bytes).toString('utf8') === text, `${what}: bytes spell ${JSON.stringify(Buffer.from(bytes).toString('utf8'))}, content ${JSON.stringify(text)}`);
+  };
+
+  await check('chat logprobs + top_logprobs', async () => {
+    const r = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 12, temperature: 0,
+      logprobs: true, top_logprobs: 3,
+    });
+    const c = r.choices[0];
+    checkChatLogprobs(c.logprobs?.content, c.message.content, 3, 'chat');
+    assert(c.logprobs.content.length === r.usage.completion_tokens, `${c.logprobs.content.length} tokens, usage ${r.usage.completion_tokens}`);
+  });
+
+  await check('chat stream logprobs', async () => {
+    const stream = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 12, temperature: 0,
+      logprobs: true, stream: true,
+    });
+    const content = [];
+    let text = '';
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        text += c.delta.content ?? '';
+        content.push(...(c.logprobs?.content ?? []));
+      }
+    }
+    checkChatLogprobs(content, text, 0, 'chat stream');
+    assert(content.length === 12, `${content.length} tokens with logprobs, want 12`);
   });
 
   await check('chat empty messages is a BadRequestError', async () => {

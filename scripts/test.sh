@@ -29,5 +29,6 @@ if [ -n "$race_pkgs" ]; then go test -race -short -count=1 -timeout 15m $race_pk
 
 if [ -x scripts/fuzz-short.sh ]; then step "fuzz (short budgets)"; scripts/fuzz-short.sh; fi
 if [ -x scripts/systemd/verify.sh ]; then step "systemd units"; scripts/systemd/verify.sh; fi
+if [ -x scripts/validate-manifests.sh ]; then step "kubernetes manifests"; scripts/validate-manifests.sh; fi
 
 step "all tests passed"

@@ -349,6 +349,34 @@ func TestObserverSkipsHealthProbes(t *testing.T) {
 	}
 }
 
+// admissionObserver is a test double that also counts admissions.
+type admissionObserver struct {
+	observer
+	admitted []string
+}
+
+func (o *admissionObserver) RequestAdmitted(path string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.admitted = append(o.admitted, path)
+}
+
+// Admission is reported for each admitted request (an OpenAI prompt list is
+// one per prompt), not for rejected ones or health probes.
+func TestObserverAdmissions(t *testing.T) {
+	obs := &admissionObserver{}
+	ts := startServer(t, apiserver.Options{Observer: obs}, fakebackend.Options{})
+	ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"max_new_tokens":2}}`)
+	ts.post(t, "/v1/completions", `{"prompt":["Hi","Ho"],"max_tokens":2}`)
+	ts.post(t, "/generate", `{"inputs":5}`)
+	ts.post(t, "/generate", `{"inputs":"Hi","parameters":{"max_new_tokens":1}}`, apiserver.HealthProbeHeader, "1")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := []string{"/generate", "/v1/completions", "/v1/completions"}; !slices.Equal(obs.admitted, want) {
+		t.Errorf("admitted %q, want %q", obs.admitted, want)
+	}
+}
+
 func TestRunStopsOnContext(t *testing.T) {
 	tok := storiesTokenizer(t)
 	srv, err := apiserver.New(apiserver.Options{MaxReqTotalLen: 64, GracefulTimeout: time.Second}, fakebackend.New(tok, fakebackend.Options{}), tok, nopLogger())

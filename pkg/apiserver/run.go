@@ -57,8 +57,12 @@ func (s *Server) submit(ctx context.Context, path string, g *Group) (*run, *apiE
 		}
 		return nil, s.asAPIError(err)
 	}
-	return &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
-		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), probe: isHealthProbe(ctx)}, nil
+	rn := &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
+		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), probe: isHealthProbe(ctx)}
+	if ao, ok := s.opts.Observer.(AdmissionObserver); ok && !rn.probe {
+		ao.RequestAdmitted(path)
+	}
+	return rn, nil
 }
 
 // next returns the next event; ok is false when every sequence has

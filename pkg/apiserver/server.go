@@ -47,6 +47,14 @@ type Observer interface {
 	RequestFailed(path string, status int)
 }
 
+// AdmissionObserver is an Observer that also hears of every admitted
+// generation request, before it runs: LightLLM counts lightllm_request_count
+// at admission, so requests whose client goes away still count. Health
+// probes are left out, as from every Observer method.
+type AdmissionObserver interface {
+	RequestAdmitted(path string)
+}
+
 // RequestStats describes one completed group.
 type RequestStats struct {
 	Path             string

@@ -42,6 +42,13 @@ type Result struct {
 
 	PromptLen int // tokens: the server's count when it reports one
 	OutputLen int // tokens: the server's count, else the tokenizer's
+	// CachedTokens is the prompt tokens the server served from its prefix
+	// cache (usage.prompt_tokens_details.cached_tokens, LightLLM's
+	// prompt_cache_len); meaningful only when CachedKnown.
+	CachedTokens int
+	CachedKnown  bool
+	// Turn is the 1-based turn of a multiturn conversation, 0 otherwise.
+	Turn int
 
 	Sent    time.Duration   // when the request was sent
 	TTFT    time.Duration   // first content chunk - send
@@ -226,6 +233,13 @@ func (q *requester) line(line []byte, at, sent time.Time, r *Result, st *streamS
 			if ev.Token.PromptTokens != nil {
 				r.PromptLen, r.serverPrompt = *ev.Token.PromptTokens, true
 			}
+			// Not in LightLLM's stream events, but servers that add it
+			// (as in /generate's details) report it per token; the
+			// prompt's cache hit is fixed, so the largest value wins
+			// over a stale early one.
+			if c := ev.Token.PromptCacheLen; c != nil && (!r.CachedKnown || *c > r.CachedTokens) {
+				r.CachedTokens, r.CachedKnown = *c, true
+			}
 		}
 		if ev.FinishReason != nil && (*ev.FinishReason == "abort" || *ev.FinishReason == "error") {
 			st.finishFailure = "server finished the request with reason " + *ev.FinishReason
@@ -254,6 +268,9 @@ func (q *requester) line(line []byte, at, sent time.Time, r *Result, st *streamS
 			}
 			if ev.Usage.PromptTokens != nil {
 				r.PromptLen, r.serverPrompt = *ev.Usage.PromptTokens, true
+			}
+			if d := ev.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+				r.CachedTokens, r.CachedKnown = *d.CachedTokens, true
 			}
 		}
 	}
@@ -296,14 +313,18 @@ type event struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
+		PromptTokens        *int `json:"prompt_tokens"`
+		CompletionTokens    *int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens *int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Token *struct {
-		ID           *int64 `json:"id"`
-		Text         string `json:"text"`
-		CountOutput  *int   `json:"count_output_tokens"`
-		PromptTokens *int   `json:"prompt_tokens"`
+		ID             *int64 `json:"id"`
+		Text           string `json:"text"`
+		CountOutput    *int   `json:"count_output_tokens"`
+		PromptTokens   *int   `json:"prompt_tokens"`
+		PromptCacheLen *int   `json:"prompt_cache_len"`
 	} `json:"token"`
 	Finished     bool       `json:"finished"`
 	FinishReason *string    `json:"finish_reason"`

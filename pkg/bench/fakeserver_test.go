@@ -24,10 +24,16 @@ type fakeServer struct {
 	failEvery   int           // every n-th request (1-based) answers HTTP 500
 	streamError int           // this request (1-based) fails mid-stream
 	promptCount int           // prompt_tokens the server reports
+	// prefixCache makes the double count prompt tokens as words and report
+	// a prefix cache's hit: the longest word prefix shared with an earlier
+	// prompt + answer (all but the last prompt word, as a radix cache).
+	prefixCache bool
 
-	mu    sync.Mutex
-	n     int
-	times []serverTiming
+	mu      sync.Mutex
+	n       int
+	times   []serverTiming
+	prompts []string // in arrival order
+	history [][]string
 }
 
 type serverTiming struct {
@@ -81,9 +87,31 @@ func (f *fakeServer) serve(t *testing.T, w http.ResponseWriter, r *http.Request,
 		return
 	}
 	n := req.MaxTokens
+	prompt := req.Prompt
 	if api == APILightLLM {
 		n = req.Parameters.MaxNewTokens
-	} else if req.Model != "fake-model" || !req.Stream {
+		prompt = req.Inputs
+	}
+	promptCount, cached := f.promptCount, -1
+	f.mu.Lock()
+	f.prompts = append(f.prompts, prompt)
+	if f.prefixCache {
+		words := strings.Fields(prompt)
+		promptCount, cached = len(words), 0
+		for _, h := range f.history {
+			k := 0
+			for k < len(h) && k < len(words)-1 && h[k] == words[k] {
+				k++
+			}
+			cached = max(cached, k)
+		}
+		for i := range n {
+			words = append(words, fmt.Sprintf("t%d", i))
+		}
+		f.history = append(f.history, words)
+	}
+	f.mu.Unlock()
+	if api != APILightLLM && (req.Model != "fake-model" || !req.Stream) {
 		http.Error(w, `{"error":{"message":"wrong model or not streaming"}}`, http.StatusBadRequest)
 		return
 	}
@@ -122,10 +150,13 @@ func (f *fakeServer) serve(t *testing.T, w http.ResponseWriter, r *http.Request,
 			if i == 2 {
 				text = "" // an incomplete UTF-8 character: still one token event
 			}
+			tok := map[string]any{"id": 100 + i, "text": text, "logprob": -0.5, "special": false,
+				"count_output_tokens": i + 1, "prompt_tokens": promptCount}
+			if cached >= 0 {
+				tok["prompt_cache_len"] = cached
+			}
 			send("data:", map[string]any{
-				"token": map[string]any{"id": 100 + i, "text": text, "logprob": -0.5, "special": false,
-					"count_output_tokens": i + 1, "prompt_tokens": f.promptCount},
-				"generated_text": nil, "finished": i == n-1, "finish_reason": finishReason(i, n), "details": nil,
+				"token": tok, "generated_text": nil, "finished": i == n-1, "finish_reason": finishReason(i, n), "details": nil,
 			})
 		case APIChat:
 			send("data: ", map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": text}, "finish_reason": finishReason(i, n)}}})
@@ -136,8 +167,11 @@ func (f *fakeServer) serve(t *testing.T, w http.ResponseWriter, r *http.Request,
 	}
 	if api != APILightLLM {
 		if !f.noUsage {
-			send("data: ", map[string]any{"choices": []any{}, "usage": map[string]any{
-				"prompt_tokens": f.promptCount, "completion_tokens": n, "total_tokens": f.promptCount + n}})
+			usage := map[string]any{"prompt_tokens": promptCount, "completion_tokens": n, "total_tokens": promptCount + n}
+			if cached >= 0 {
+				usage["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
+			}
+			send("data: ", map[string]any{"choices": []any{}, "usage": usage})
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		fl.Flush()

@@ -107,6 +107,11 @@ type Metrics struct {
 	FirstError                  string
 	ErrorCounts                 []ErrorCount
 	ServerPromptCounts          bool // input tokens as the server counted them
+	// TotalCached is the prompt tokens the server reported serving from its
+	// prefix cache, over the completed requests that reported a count
+	// (ServerCacheCounts: at least one did).
+	TotalCached       int
+	ServerCacheCounts bool
 }
 
 // ErrorCount is one distinct error and how often it occurred.
@@ -138,6 +143,10 @@ func Compute(results []*Result, duration time.Duration, slo SLO) Metrics {
 			m.TotalInput += r.PromptLen
 			m.TotalOutput += r.OutputLen
 			serverPrompts = serverPrompts && r.serverPrompt
+			if r.CachedKnown {
+				m.TotalCached += r.CachedTokens
+				m.ServerCacheCounts = true
+			}
 			ttft = append(ttft, ms(r.TTFT))
 			e2el = append(e2el, ms(r.Latency))
 			if r.OutputLen > 1 {

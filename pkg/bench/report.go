@@ -18,7 +18,8 @@ type Report struct {
 	Results     []*Result // by sample index; nil for samples never sent
 	Date        time.Time
 	Interrupted bool
-	NumPrompts  int
+	NumPrompts  int         // requests the dataset asked for
+	Turns       []TurnStats // multiturn dataset only
 }
 
 func newReport(cfg Config, results []*Result, d time.Duration, interrupted bool, n int) *Report {
@@ -54,6 +55,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	line("Failed requests:", m.Failed)
 	if m.Canceled > 0 || r.Interrupted {
 		line("Canceled / not sent (interrupted):", r.NumPrompts-m.Completed-m.Failed)
+	} else if n := r.NumPrompts - m.Completed - m.Failed; n > 0 {
+		line("Not sent (an earlier turn failed):", n)
 	}
 	line("Benchmark duration (s):", m.Duration.Seconds())
 	in := "Total input tokens:"
@@ -61,6 +64,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		in = "Total input tokens (server count):"
 	}
 	line(in, m.TotalInput)
+	if m.ServerCacheCounts {
+		line("Cached input tokens (server count):", m.TotalCached)
+	}
 	line("Total generated tokens:", m.TotalOutput)
 	line("Request throughput (req/s):", m.RequestThroughput)
 	if r.Config.SLO.set() {
@@ -85,6 +91,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		line("P90 "+s.short+" (ms):", s.st.P90)
 		line("P99 "+s.short+" (ms):", s.st.P99)
 	}
+	if len(r.Turns) > 0 {
+		writeTurns(&b, r.Turns, section)
+	}
 	if m.Failed > 0 {
 		section("Failures")
 		fmt.Fprintf(&b, "First error: %s\n", m.FirstError)
@@ -99,6 +108,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString(strings.Repeat("=", 50) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTurns prints the multiturn summary: per turn, the prompt tokens sent,
+// those the server took from its prefix cache, those it had to prefill,
+// and the TTFT they cost.
+func writeTurns(b *strings.Builder, turns []TurnStats, section func(string)) {
+	section("Multi-turn (totals per turn)")
+	fmt.Fprintf(b, "%-5s %5s %8s %8s %8s %9s %9s %9s\n", "Turn", "Reqs", "Prompt", "Cached", "Prefill", "Mean TTFT", "Med TTFT", "P90 TTFT")
+	for _, t := range turns {
+		cached := "n/a"
+		if t.CachedKnown {
+			cached = fmt.Sprint(t.CachedTokens)
+		}
+		fmt.Fprintf(b, "%-5d %5d %8d %8s %8d %9.2f %9.2f %9.2f\n", t.Turn, t.Completed, t.PromptTokens, cached,
+			t.PrefillTokens, t.TTFT.Mean, t.TTFT.Median, t.TTFT.P90)
+	}
+	b.WriteString("(tokens: server counts where reported; TTFT in ms)\n")
 }
 
 func truncate(s string, n int) string {
@@ -153,6 +179,8 @@ type jsonReport struct {
 	MedianE2EL           float64      `json:"median_e2el_ms"`
 	P90E2EL              float64      `json:"p90_e2el_ms"`
 	P99E2EL              float64      `json:"p99_e2el_ms"`
+	TotalCached          *int         `json:"total_cached_tokens,omitempty"`
+	Turns                []turnJSON   `json:"turns,omitempty"`
 	FirstError           string       `json:"first_error,omitempty"`
 	ErrorCounts          []ErrorCount `json:"error_counts,omitempty"`
 	// Per request, in send order (vLLM's keys; times in seconds).
@@ -163,6 +191,22 @@ type jsonReport struct {
 	E2ELs      []float64   `json:"e2els"`
 	SendTimes  []float64   `json:"send_times"`
 	Errors     []string    `json:"errors"`
+	// Ours: the server's prefix-cache hit per request (null: not reported)
+	// and, for multiturn, each request's turn.
+	CachedLens []*int `json:"cached_lens"`
+	TurnOf     []int  `json:"turn_of_request,omitempty"`
+}
+
+type turnJSON struct {
+	Turn          int     `json:"turn"`
+	Completed     int     `json:"completed"`
+	PromptTokens  int     `json:"prompt_tokens"`
+	CachedTokens  *int    `json:"cached_tokens"`
+	PrefillTokens int     `json:"prefill_tokens"`
+	MeanTTFT      float64 `json:"mean_ttft_ms"`
+	MedianTTFT    float64 `json:"median_ttft_ms"`
+	P90TTFT       float64 `json:"p90_ttft_ms"`
+	P99TTFT       float64 `json:"p99_ttft_ms"`
 }
 
 type goodputJSON struct {
@@ -191,6 +235,19 @@ func (r *Report) WriteJSON(path string) error {
 	}
 	if math.IsInf(c.RequestRate, 1) {
 		j.RequestRate = "inf"
+	}
+	if m.ServerCacheCounts {
+		tc := m.TotalCached
+		j.TotalCached = &tc
+	}
+	for _, t := range r.Turns {
+		tj := turnJSON{Turn: t.Turn, Completed: t.Completed, PromptTokens: t.PromptTokens, PrefillTokens: t.PrefillTokens,
+			MeanTTFT: t.TTFT.Mean, MedianTTFT: t.TTFT.Median, P90TTFT: t.TTFT.P90, P99TTFT: t.TTFT.P99}
+		if t.CachedKnown {
+			c := t.CachedTokens
+			tj.CachedTokens = &c
+		}
+		j.Turns = append(j.Turns, tj)
 	}
 	if c.MaxConcurrency > 0 {
 		mc := c.MaxConcurrency
@@ -222,6 +279,15 @@ func (r *Report) WriteJSON(path string) error {
 			j.E2ELs = append(j.E2ELs, 0)
 		}
 		j.ITLs = append(j.ITLs, itl)
+		var cached *int
+		if res.Success && res.CachedKnown {
+			c := res.CachedTokens
+			cached = &c
+		}
+		j.CachedLens = append(j.CachedLens, cached)
+		if len(r.Turns) > 0 {
+			j.TurnOf = append(j.TurnOf, res.Turn)
+		}
 	}
 	data, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {

@@ -61,17 +61,31 @@ func (c *Config) Validate() error {
 // (Ctrl-C) it stops sending, cuts off the requests in flight and returns
 // the report of what finished, marked Interrupted, with a nil error.
 func Run(ctx context.Context, cfg Config, samples []Sample) (*Report, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if len(samples) == 0 {
 		return nil, errors.New("bench: no samples to send")
+	}
+	results := make([]*Result, len(samples))
+	return runJobs(ctx, cfg, len(samples), len(samples), func(ctx context.Context, q *requester, i int, done func(*Result)) {
+		results[i] = q.send(ctx, cfg, samples[i])
+		done(results[i])
+	}, func() []*Result { return results })
+}
+
+// runJobs is the dispatch loop both datasets share: job i starts at the
+// i-th arrival time (and, with MaxConcurrency, once a slot is free), runs
+// in its own goroutine and reports each request it makes through done.
+// total is the number of requests the jobs will make, for the progress
+// bar and the report; results is read once every job has returned.
+func runJobs(ctx context.Context, cfg Config, jobs, total int,
+	job func(ctx context.Context, q *requester, i int, done func(*Result)), results func() []*Result) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	client := cfg.Client
 	if client == nil {
 		conns := cfg.MaxConcurrency
 		if conns == 0 {
-			conns = len(samples)
+			conns = jobs
 		}
 		client = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
@@ -90,12 +104,11 @@ func Run(ctx context.Context, cfg Config, samples []Sample) (*Report, error) {
 		}
 	}
 
-	arrivals := Arrivals(len(samples), cfg.RequestRate, cfg.Burstiness, cfg.Seed)
+	arrivals := Arrivals(jobs, cfg.RequestRate, cfg.Burstiness, cfg.Seed)
 	start := time.Now()
 	q := &requester{client: client, url: cfg.URL, api: cfg.API, model: cfg.Model,
 		ignoreEOS: cfg.IgnoreEOS, tok: cfg.Tokenizer, start: start, now: time.Now}
-	results := make([]*Result, len(samples))
-	prog := newProgress(cfg.Progress, len(samples))
+	prog := newProgress(cfg.Progress, total)
 	var sem chan struct{}
 	if cfg.MaxConcurrency > 0 {
 		sem = make(chan struct{}, cfg.MaxConcurrency)
@@ -103,7 +116,7 @@ func Run(ctx context.Context, cfg Config, samples []Sample) (*Report, error) {
 	var wg sync.WaitGroup
 	interrupted := false
 dispatch:
-	for i, s := range samples {
+	for i := range jobs {
 		if wait := time.Until(start.Add(arrivals[i])); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -127,25 +140,29 @@ dispatch:
 			break
 		}
 		wg.Go(func() {
-			rctx, cancel := ctx, context.CancelFunc(func() {})
-			if cfg.RequestTimeout > 0 {
-				rctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
-			}
-			r := q.do(rctx, s)
-			cancel()
-			if r.Canceled && ctx.Err() == nil {
-				r.Canceled = false // our own per-request timeout: a failure
-			}
-			results[i] = r
+			job(ctx, q, i, prog.done)
 			if sem != nil {
 				<-sem
 			}
-			prog.done(r)
 		})
 	}
 	wg.Wait()
 	duration := time.Since(start)
 	prog.finish()
 	interrupted = interrupted || ctx.Err() != nil
-	return newReport(cfg, results, duration, interrupted, len(samples)), nil
+	return newReport(cfg, results(), duration, interrupted, total), nil
+}
+
+// send makes one request under the per-request timeout.
+func (q *requester) send(ctx context.Context, cfg Config, s Sample) *Result {
+	rctx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.RequestTimeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, cfg.RequestTimeout)
+	}
+	defer cancel()
+	r := q.do(rctx, s)
+	if r.Canceled && ctx.Err() == nil {
+		r.Canceled = false // our own per-request timeout: a failure
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +22,32 @@ func samples(n, out int) []Sample {
 	return s
 }
 
-func within(t *testing.T, what string, got, want time.Duration) {
+// agree compares client-side samples with the server's own, both sorted:
+// none is below the scripted delay, and they agree within tol on the median
+// and for all but one in ten samples. A sample may differ more: the machine
+// can stall this process between a flush and its read or timestamp (2 cores
+// shared by many), and only one side sees the stall.
+func agree(t *testing.T, what string, client, server []time.Duration, script time.Duration) {
 	t.Helper()
-	if got < want-5*time.Millisecond || got > want+tol {
-		t.Errorf("%s = %v, want %v (+%v)", what, got, want, tol)
+	if len(client) != len(server) {
+		t.Fatalf("%s: %d client samples, %d server samples", what, len(client), len(server))
+	}
+	slices.Sort(client)
+	slices.Sort(server)
+	over := 0
+	diffs := make([]float64, len(client))
+	for i := range client {
+		if client[i] < script-5*time.Millisecond {
+			t.Errorf("%s #%d = %v: below the scripted %v", what, i, client[i], script)
+		}
+		if client[i] > server[i]+tol || client[i] < server[i]-tol {
+			over++
+		}
+		diffs[i] = ms(client[i] - server[i])
+	}
+	if med := summarize(diffs).Median; math.Abs(med) > ms(tol) || over > max(1, len(client)/10) {
+		t.Errorf("%s: client and server clocks differ by a median %.1f ms, %d of %d samples by more than %v\nclient %v\nserver %v",
+			what, med, over, len(client), tol, client, server)
 	}
 }
 
@@ -62,18 +85,30 @@ func TestTimingAgainstScriptedServer(t *testing.T) {
 			if len(st) != 4 {
 				t.Fatalf("server saw %d complete requests", len(st))
 			}
+			// Independent timing: the server's own clock (arrival to each
+			// flush). Client and server share this process, so a stall of a
+			// loaded machine delays both alike: sorted, the client's samples
+			// match the server's within tol, and none beats the script.
+			var cTTFT, sTTFT, cE2EL, sE2EL, cITL, sITL, cTPOT, sTPOT []time.Duration
 			for i, r := range rep.Results {
-				within(t, "TTFT", r.TTFT, ttft)
 				if len(r.ITL) != out-1 {
 					t.Fatalf("request %d: %d ITL samples, want %d", i, len(r.ITL), out-1)
 				}
-				within(t, "TPOT", r.tpot(), itl)
-				within(t, "E2EL", r.Latency, ttft+(out-1)*itl)
+				cTTFT, cE2EL, cTPOT = append(cTTFT, r.TTFT), append(cE2EL, r.Latency), append(cTPOT, r.tpot())
+				cITL = append(cITL, r.ITL...)
 			}
-			within(t, "mean ITL", time.Duration(m.ITL.Mean*float64(time.Millisecond)), itl)
-			within(t, "mean TTFT", time.Duration(m.TTFT.Mean*float64(time.Millisecond)), ttft)
-			// Independent timing: the server's first flush after arrival
-			// bounds the client's TTFT from below.
+			for _, s := range st {
+				last := s.tokens[len(s.tokens)-1].Sub(s.arrived)
+				sTTFT, sE2EL = append(sTTFT, s.serverTTFT()), append(sE2EL, last)
+				sTPOT = append(sTPOT, (last-s.serverTTFT())/(out-1))
+				for k := 1; k < len(s.tokens); k++ {
+					sITL = append(sITL, s.tokens[k].Sub(s.tokens[k-1]))
+				}
+			}
+			agree(t, "TTFT", cTTFT, sTTFT, ttft)
+			agree(t, "E2EL", cE2EL, sE2EL, ttft+(out-1)*itl)
+			agree(t, "TPOT", cTPOT, sTPOT, itl)
+			agree(t, "ITL", cITL, sITL, itl)
 			var serverMean time.Duration
 			for _, s := range st {
 				serverMean += s.serverTTFT() / time.Duration(len(st))
@@ -187,10 +222,22 @@ func TestRequestRatePacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Arrivals(40, 50, 4, 1)
+	late := make([]float64, len(want))
 	for i, r := range rep.Results {
-		if d := r.Sent - want[i]; d < 0 || d > tol {
+		d := r.Sent - want[i]
+		if d < 0 {
+			t.Fatalf("request %d sent at %v, before its time %v", i, r.Sent, want[i])
+		}
+		// One send may lose the CPU for a while on a loaded 2-core machine;
+		// a dispatcher that waited for answers or drifted would be late
+		// for most sends, so the median is held to the tolerance.
+		if d > 10*tol {
 			t.Fatalf("request %d sent at %v, scheduled %v", i, r.Sent, want[i])
 		}
+		late[i] = ms(d)
+	}
+	if med := summarize(late).Median; med > ms(tol) {
+		t.Fatalf("median send lateness %.1f ms > %v", med, tol)
 	}
 }
 

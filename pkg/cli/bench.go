@@ -30,6 +30,7 @@ func newBenchCmd() *cobra.Command {
 		tokDir, jsonOut, svg string
 		numPrompts           int
 		inputLen, outputLen  int
+		turnInputLen         int
 		rangeRatio           float64
 		goodput              []string
 		seed                 int64
@@ -78,7 +79,13 @@ func newBenchCmd() *cobra.Command {
 				cfg.Tokenizer = tk
 			}
 			var samples []bench.Sample
+			turns, multi, err := bench.ParseMultiTurn(dataset)
+			if err != nil {
+				return err
+			}
 			switch {
+			case multi:
+				// Checked below: runs conversations instead of samples.
 			case dataset == "random":
 				samples, err = bench.RandomSamples(cfg.Tokenizer, numPrompts, inputLen, outputLen, rangeRatio, cfg.Seed)
 			case strings.HasPrefix(dataset, "sharegpt:"):
@@ -88,12 +95,12 @@ func newBenchCmd() *cobra.Command {
 				}
 				samples, err = bench.LoadShareGPT(strings.TrimPrefix(dataset, "sharegpt:"), cfg.Tokenizer, numPrompts, cfg.Seed, fixed)
 			default:
-				err = fmt.Errorf("--dataset %q: want random or sharegpt:FILE.json", dataset)
+				err = fmt.Errorf("--dataset %q: want random, sharegpt:FILE.json or multiturn[:TURNS]", dataset)
 			}
 			if err != nil {
 				return err
 			}
-			if len(samples) < numPrompts {
+			if !multi && len(samples) < numPrompts {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the dataset yields %d valid prompts, fewer than --num-prompts %d\n", len(samples), numPrompts)
 			}
 			cfg.DatasetID = dataset
@@ -102,7 +109,19 @@ func newBenchCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rep, err := bench.Run(ctx, cfg, samples)
+			var rep *bench.Report
+			if multi {
+				if turnInputLen == 0 {
+					turnInputLen = inputLen
+				}
+				convs, cerr := bench.MultiTurnConversations(cfg.Tokenizer, numPrompts, turns, inputLen, turnInputLen, outputLen, cfg.Seed)
+				if cerr != nil {
+					return cerr
+				}
+				rep, err = bench.RunMultiTurn(ctx, cfg, convs)
+			} else {
+				rep, err = bench.Run(ctx, cfg, samples)
+			}
 			if err != nil {
 				return err
 			}
@@ -129,13 +148,15 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&cfg.URL, "url", "", "server base URL, e.g. http://127.0.0.1:8000 (required)")
 	f.StringVar(&api, "api", string(bench.APICompletions), "wire format: openai-completions, openai-chat or lightllm")
 	f.StringVar(&cfg.Model, "model", "", "model name sent to OpenAI endpoints (default: first of GET /v1/models)")
-	f.StringVar(&dataset, "dataset", "random", "random, or sharegpt:FILE.json")
-	f.IntVar(&numPrompts, "num-prompts", 1000, "number of requests")
+	f.StringVar(&dataset, "dataset", "random", "random, sharegpt:FILE.json, or multiturn[:TURNS] (conversations whose\n"+
+		"turn k+1 prompt is turn k's prompt + answer + new user text; default 2 turns)")
+	f.IntVar(&numPrompts, "num-prompts", 1000, "number of requests (multiturn: of conversations)")
 	f.StringVar(&rate, "request-rate", "inf", "requests per second, or inf to send all at once")
 	f.Float64Var(&cfg.Burstiness, "burstiness", 1.0, "gamma shape of arrival gaps: 1 = Poisson, <1 burstier, >1 steadier")
-	f.IntVar(&cfg.MaxConcurrency, "max-concurrency", 0, "most requests in flight at once (0: unlimited)")
-	f.IntVar(&inputLen, "input-len", 1024, "random dataset: prompt tokens")
-	f.IntVar(&outputLen, "output-len", 128, "output tokens (random dataset; for sharegpt only when given)")
+	f.IntVar(&cfg.MaxConcurrency, "max-concurrency", 0, "most requests (multiturn: conversations) in flight at once (0: unlimited)")
+	f.IntVar(&inputLen, "input-len", 1024, "random dataset: prompt tokens (multiturn: of the first user message)")
+	f.IntVar(&turnInputLen, "turn-input-len", 0, "multiturn dataset: tokens of each later user message (0: --input-len)")
+	f.IntVar(&outputLen, "output-len", 128, "output tokens (random and multiturn datasets; for sharegpt only when given)")
 	f.Float64Var(&rangeRatio, "range-ratio", 0, "random dataset: lengths drawn from [L*(1-r), L*(1+r)]")
 	f.BoolVar(&cfg.IgnoreEOS, "ignore-eos", false, "ask the server to ignore EOS (vLLM/SGLang/LightLLM extension)")
 	f.Int64Var(&seed, "seed", 0, "seed for sampling prompts and arrival times")

@@ -57,7 +57,8 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	if len(cfg.EosID) > 0 {
 		fwd = eosOverride{Forwarder: fwd, eos: eosIDs(cfg.EosID)}
 	}
-	eng, err := engine.New(fwd, engine.Options{
+	tap := &logitTap{Forwarder: fwd} // top logprobs: see logprobs.go
+	eng, err := engine.New(tap, engine.Options{
 		MaxTotalTokens:     cfg.MaxTotalTokenNum,
 		BatchMaxTokens:     cfg.BatchMaxTokens,
 		ChunkedPrefillSize: cfg.ChunkedPrefillSize,
@@ -73,7 +74,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	mc := fwd.Config()
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")
-	return eng, closeFn, nil
+	return &tappedEngine{Engine: eng, tap: tap}, closeFn, nil
 }
 
 func eosIDs(ids []int) []int32 {

@@ -107,12 +107,15 @@ type Worker struct {
 	self   *shm.RoleState
 	detok  *shm.RoleState
 	router *shm.RoleState
+	api    *shm.RoleState
 
 	live map[uint64]*liveReq
+	lp   logprobState // top-logprob scratch (logprobs.go)
 
 	lastIter   atomic.Int64 // unix nanos when the loop last turned
 	ringDetok  bool
 	ringRouter bool
+	ringAPI    bool // top-logprob entries written: the apiserver copies them out
 	// last engine counters, for the metric deltas
 	stats      engine.Stats
 	lastReport time.Time
@@ -128,6 +131,7 @@ type liveReq struct {
 	// stopped: the detokenizer matched a stop string; the request ends as
 	// "stop" and tokens generated after the match are not written.
 	stopped bool
+	top     topReq // alternatives asked for (logprobs.go)
 }
 
 // engineID names a slot generation as an engine request id.
@@ -149,6 +153,9 @@ func NewWorker(region *shm.Region, ex Executor, o WorkerOptions) (*Worker, error
 		return nil, err
 	}
 	if w.router, err = region.Role(shm.RoleRouter); err != nil {
+		return nil, err
+	}
+	if w.api, err = region.Role(shm.RoleAPIServer); err != nil {
 		return nil, err
 	}
 	l := region.Load()
@@ -359,7 +366,7 @@ func (w *Worker) start(index int, gen uint32) {
 		return
 	}
 	s.InferEpoch.Store(w.epoch)
-	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs)}
+	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs), top: newTopReq(req.Params, s.Params().TopLogprobs)}
 	if len(outs) > 0 {
 		w.o.Log.Info().Int("slot", index).Int("resumed_tokens", len(outs)).Msg("request resumed")
 	}
@@ -402,7 +409,8 @@ func (w *Worker) step() error {
 // collect writes the tokens of one step into the slots, output token first,
 // candetoken_out_len last (Publish), and releases finished requests.
 func (w *Worker) collect(outs []engine.Output) {
-	for _, o := range outs {
+	rows := w.sampledRows(outs)
+	for k, o := range outs {
 		l := w.live[o.ID]
 		if l == nil {
 			continue
@@ -419,6 +427,7 @@ func (w *Worker) collect(outs []engine.Output) {
 				l.aborting = true
 				continue
 			}
+			w.writeLogprobs(l, o, rows, k)
 			l.out++
 			if err := s.Publish(uint32(l.out), fin); err != nil {
 				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("publish")
@@ -455,6 +464,10 @@ func (w *Worker) wake() {
 	if w.ringRouter {
 		w.router.Bell().Ring()
 		w.ringRouter = false
+	}
+	if w.ringAPI {
+		w.api.Bell().Ring()
+		w.ringAPI = false
 	}
 }
 

@@ -150,6 +150,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		xn, q, k, v := s.xn[:N*H], s.q[:N*qDim], s.k[:N*kvDim], s.v[:N*kvDim]
 		// K/V are needed for every new token, even in the last layer.
 		rmsNormRows(xn, s.x[:N*H], ly.attnNorm, c.RMSEps)
+		m.tr("attn_norm", li, xn)
 		if err := m.ctx.MatMulGGML(xn, N, s.sgemm[:N], tensor.Out{W: ly.wq, Y: q}, tensor.Out{W: ly.wk, Y: k}, tensor.Out{W: ly.wv, Y: v}); err != nil {
 			return err
 		}
@@ -171,6 +172,9 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
+		m.tr("Qcur", li, q)
+		m.tr("Kcur", li, k)
+		m.tr("Vcur", li, v)
 		m.storeKV(b, kv, li, k, v)
 		gemm := s.sgemm[:N]
 		ffnGemm := gemm
@@ -193,34 +197,45 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		}
 		att := s.att[:R*qDim]
 		m.attention(b, kv, li, rows, q, att)
+		m.tr("kqv_out", li, att)
 		proj := s.proj[:R*H]
 		if err := m.ctx.MatMulGGML(att, R, gemm, tensor.Out{W: ly.wo, Y: proj}); err != nil {
 			return err
 		}
+		m.tr("attn_out", li, proj)
 		xr := s.x[:R*H]
 		addInPlace(xr, proj)
 		xn = s.xn[:R*H]
+		m.tr("ffn_inp", li, xr)
 		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
+		m.tr("ffn_norm", li, xn)
 		gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
 		if err := m.ctx.MatMulGGML(xn, R, ffnGemm, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
 			return err
 		}
+		m.tr("ffn_gate", li, gate)
+		m.tr("ffn_up", li, up)
 		for r := 0; r < R; r++ {
 			g := gate[r*c.FFN : (r+1)*c.FFN]
 			siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
 		}
+		m.tr("ffn_swiglu", li, gate)
 		if err := m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
 			return err
 		}
+		m.tr("ffn_out", li, proj)
 		addInPlace(xr, proj)
+		m.tr("l_out", li, xr)
 	}
 	R := len(rows)
 	xn := s.xn[:R*H]
 	rmsNormRows(xn, s.x[:R*H], m.outNorm, c.RMSEps)
+	m.tr("result_norm", -1, xn)
 	out := s.logits[:R*c.Vocab]
 	if err := m.ctx.MatMulGGML(xn, R, nil, tensor.Out{W: m.output, Y: out}); err != nil {
 		return err
 	}
+	m.tr("result_output", -1, out)
 	j := 0
 	for si, sq := range b.Seqs {
 		if sq.WantLogits {
@@ -316,8 +331,8 @@ func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 }
 
 // rope rotates every head of x (heads of HeadDim values) in place with the
-// fused multiply-adds GCC emitted for ggml's rotate_pairs (which differ
-// between the neox and the adjacent-pair form).
+// fused multiply-adds GCC emitted for ggml's rotate_pairs:
+// x0' = fma(x0, cos, -(x1*sin)) and x1' = fma(x0, sin, x1*cos).
 func (m *Model) rope(x, cos, sin []float32) {
 	hd := m.cfg.HeadDim
 	half := hd / 2
@@ -333,7 +348,7 @@ func (m *Model) rope(x, cos, sin []float32) {
 			for i := 0; i < half; i++ {
 				x0, x1 := v[2*i], v[2*i+1]
 				v[2*i] = fma32(x0, cos[i], -float32(x1*sin[i]))
-				v[2*i+1] = fma32(x1, cos[i], float32(x0*sin[i]))
+				v[2*i+1] = fma32(x0, sin[i], float32(x1*cos[i]))
 			}
 		}
 	}
@@ -351,5 +366,11 @@ func interleaveHeads(x []float32, hd int) {
 		for i := 0; i < half; i++ {
 			v[2*i], v[2*i+1] = tmp[i], tmp[i+half]
 		}
+	}
+}
+
+func (m *Model) tr(name string, layer int, data []float32) {
+	if m.trace != nil {
+		m.trace(name, layer, data)
 	}
 }

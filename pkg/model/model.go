@@ -61,6 +61,9 @@ type Model struct {
 
 	ctx     *tensor.Ctx
 	s       scratch
+	// trace, when set (tests only), receives intermediate activations
+	// [rows x width] under llama.cpp's tensor names.
+	trace   func(name string, layer int, data []float32)
 	attn    attnTask
 	closers []io.Closer
 }

@@ -12,10 +12,11 @@
 #include "textflag.h"
 
 #define Q8TTOK(C, T, ACC) \
-	VMOVDQU          (256+32*C)(DI), T \
-	VPDPBUSD         (32*C)(DI), Y1, T \
-	VCVTDQ2PS        T, T              \
-	VFMADD231PS.BCST (4*C)(SP), T, ACC
+	VMOVDQU      (256+32*C)(DI), T   \
+	VPDPBUSD     (32*C)(DI), Y1, T   \
+	VCVTDQ2PS    T, T                \
+	VMULPS.BCST  (512+4*C)(DI), Y2, Y3 \
+	VFMADD231PS  Y3, T, ACC
 
 #define Q8THSUM(ACC, C) \
 	VMOVAPS      ACC, Y0      \
@@ -28,7 +29,7 @@
 	VMOVSS       X0, (4*C)(AX)
 
 // func q8TileVNNI(w unsafe.Pointer, nb int, tile unsafe.Pointer, ntok int, out *[8]float32)
-TEXT ·q8TileVNNI(SB), NOSPLIT, $32-40
+TEXT ·q8TileVNNI(SB), NOSPLIT, $0-40
 	MOVQ         w+0(FP), SI
 	MOVQ         nb+8(FP), CX
 	MOVQ         tile+16(FP), DI
@@ -50,8 +51,6 @@ q8tloop:
 	VPXOR        Y15, Y0, Y1
 	VPBROADCASTW (SI), X2
 	VCVTPH2PS    X2, Y2
-	VMULPS       512(DI), Y2, Y3
-	VMOVUPS      Y3, (SP)
 	Q8TTOK(0, Y4, Y16)
 	CMPQ         BX, $2
 	JLT          q8tnext

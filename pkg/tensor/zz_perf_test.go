@@ -122,6 +122,17 @@ func TestZZL1(t *testing.T) {
 	run("f16 1x3", 3*n, func() { dotF16x3(wf16[:2*n], x, &o3) })
 	run("q8 1x1", n, func() { s += dotQ8(wq8[:n/QK*34], xq[:n], xd[:n/QK]) })
 	run("q8 1x4", 4*n, func() { dotQ8x4(wq8[:n/QK*34], xq, xd, &o4) })
+	tile := make([]byte, n/QK*q8TileBlockBytes)
+	xq8 := make([]int8, 8*n)
+	xd8 := make([]float32, 8*n/QK)
+	for k := 0; k < 8; k++ {
+		copy(xq8[k*n:], xq[:n])
+		copy(xd8[k*n/QK:], xd[:n/QK])
+	}
+	fillQ8Tile(tile, xq8, xd8, n/QK, 8)
+	var o8 [8]float32
+	run("q8 tile8", 8*n, func() { q8Tile(wq8[:n/QK*34], n/QK, tile, 8, &o8) })
+	run("q8 tile4", 4*n, func() { q8Tile(wq8[:n/QK*34], n/QK, tile, 4, &o8) })
 	_ = s
 }
 

@@ -19,6 +19,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -161,14 +162,31 @@ func (b *Backend) Ready() bool {
 }
 
 // Healthy is LightLLM's /health rule: idle, or engine progress within
-// HealthTimeout.
+// HealthTimeout; and the model is loaded in a live infer process, so that
+// a load balancer stops sending here while infer restarts and reloads it
+// (requests admitted meanwhile wait for it; they are not refused).
 func (b *Backend) Healthy() bool {
+	if !processAlive(b.roles[1].Pid.Load()) {
+		return false
+	}
 	l := b.region.Load()
 	if l.Running.Load()+l.Waiting.Load() == 0 && b.inFlight() == 0 {
 		return true
 	}
 	last := l.LastProgressUnixNano.Load()
 	return last > 0 && time.Since(time.Unix(0, last)) < b.o.HealthTimeout
+}
+
+// processAlive reports whether pid names a live process. Infer stores its
+// pid when it has loaded the model (shm BeginEpoch), so a dead one means
+// infer is down or still loading; the supervisor reaps a dead role at once,
+// so a zombie does not linger to pass for alive.
+func processAlive(pid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	err := syscall.Kill(int(pid), 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (b *Backend) inFlight() int {
@@ -276,8 +294,8 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		return shm.Params{}, nil, unsupported("logit_bias")
 	case len(p.AllowedTokenIDs) > 0:
 		return shm.Params{}, nil, unsupported("allowed_token_ids")
-	case p.TopLogprobs > 0:
-		return shm.Params{}, nil, unsupported("top logprobs")
+	case p.TopLogprobs > shm.MaxTopLogprobs:
+		return shm.Params{}, nil, fmt.Errorf("%w: %d top logprobs, at most %d", apiserver.ErrInvalidRequest, p.TopLogprobs, shm.MaxTopLogprobs)
 	case p.ExponentialDecayLengthPenalty.Factor != 1 && p.ExponentialDecayLengthPenalty.Factor != 0:
 		return shm.Params{}, nil, unsupported("exponential_decay_length_penalty")
 	}
@@ -287,7 +305,7 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		FrequencyPenalty: float32(p.FrequencyPenalty), MinNewTokens: uint32(p.MinNewTokens),
 		MaxNewTokens: uint32(p.MaxNewTokens), IgnoreEOS: p.IgnoreEOS, DoSample: p.DoSample,
 		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
-		InputPenalty: p.InputPenalty,
+		InputPenalty: p.InputPenalty, TopLogprobs: uint32(max(p.TopLogprobs, 0)),
 	}
 	if p.TopK <= 0 {
 		out.TopK = -1

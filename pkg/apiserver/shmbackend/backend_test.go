@@ -3,6 +3,7 @@ package shmbackend
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -138,7 +139,7 @@ func TestSubmitRefuses(t *testing.T) {
 		{"more sequences than slots", 3, nil, apiserver.ErrOverloaded},
 		{"logit_bias", 1, func(p *apiserver.SamplingParams) { p.BannedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
 		{"allowed ids", 1, func(p *apiserver.SamplingParams) { p.AllowedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
-		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = 2 }, apiserver.ErrInvalidRequest},
+		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = shm.MaxTopLogprobs + 1 }, apiserver.ErrInvalidRequest},
 		{"decay penalty", 1, func(p *apiserver.SamplingParams) { p.ExponentialDecayLengthPenalty.Factor = 1.5 }, apiserver.ErrInvalidRequest},
 		{"too long for a slot", 1, func(p *apiserver.SamplingParams) { p.MaxNewTokens = 100 }, apiserver.ErrInvalidRequest},
 		{"n out of range", 9, nil, apiserver.ErrInvalidRequest},
@@ -333,5 +334,15 @@ func TestStatus(t *testing.T) {
 	l.LastProgressUnixNano.Store(time.Now().Add(-time.Hour).UnixNano())
 	if b.Healthy() {
 		t.Error("healthy with requests in flight and no progress for an hour")
+	}
+	l.Running.Store(0)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skipf("no process to outlive: %v", err)
+	}
+	inferState, _ := h.region.Role(shm.RoleInfer)
+	inferState.Pid.Store(uint32(dead.Process.Pid)) // infer died; its successor is still loading
+	if b.Healthy() {
+		t.Error("healthy while infer's process is gone")
 	}
 }

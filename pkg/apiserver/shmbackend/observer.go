@@ -13,10 +13,15 @@ type Observer struct{ C *metrics.Client }
 
 var _ apiserver.Observer = Observer{}
 
+var _ apiserver.AdmissionObserver = Observer{}
+
+// RequestAdmitted implements apiserver.AdmissionObserver: LightLLM counts a
+// request when it is admitted, whatever becomes of it.
+func (o Observer) RequestAdmitted(string) { o.C.Counter(metrics.RequestCount, 1) }
+
 // RequestDone implements apiserver.Observer.
 func (o Observer) RequestDone(s apiserver.RequestStats) {
 	c := o.C
-	c.Counter(metrics.RequestCount, 1)
 	failed := false
 	for _, f := range s.Finish {
 		failed = failed || f == apiserver.FinishError

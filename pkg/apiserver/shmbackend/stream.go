@@ -41,6 +41,7 @@ type seqState struct {
 	next   uint32 // source index of the next token piece expected
 	tokens int    // token events delivered
 	done   bool
+	top    topCopies
 }
 
 func newGroup(id uint64, seqs []seqSlot) *group {
@@ -103,6 +104,7 @@ func (b *Backend) dispatch() {
 func (b *Backend) pump(g *group, buf []byte) []byte {
 	for i, q := range g.seqs {
 		st := &g.st[i]
+		b.copyTops(q, st)
 		for !st.done && len(g.events) < cap(g.events) {
 			p, ok, err := q.slot.PopText(buf)
 			if err != nil {
@@ -144,6 +146,10 @@ func pieceEvent(q seqSlot, st *seqState, seq int, p shm.TextPiece) (apiserver.Ev
 		ev.TokenID = outs[p.SrcIndex]
 		st.tokens++
 		st.next = p.SrcIndex + 1
+		if lp, err := s.OutputLogprob(p.SrcIndex); err == nil {
+			ev.Logprob, ev.HasLogprob = lp, true
+		}
+		st.top.attach(&ev, p.SrcIndex)
 	}
 	ev.CountOutputTokens = st.tokens
 	if p.Final {
