@@ -359,6 +359,14 @@ func (s Sizes) Validate() error {
 	return nil
 }
 
+// PerSlotBytes is what one request slot costs in the region: its Req, token
+// and logprob arrays, text queue and top-logprob ring (defaults applied),
+// for callers that size the slot table against a memory budget.
+func (s Sizes) PerSlotBytes() uint64 {
+	s = s.withDefaults()
+	return SlotSize + uint64(s.MaxReqTotalLen)*8 + uint64(s.TextQueueBytes) + uint64(s.TopRingEntries)*TopEntrySize
+}
+
 // layout is where each section starts; computed from Sizes alone so that
 // attach can recompute it and compare with what the header claims.
 type layout struct {

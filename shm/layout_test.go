@@ -205,6 +205,9 @@ func TestComputeLayout(t *testing.T) {
 					t.Errorf("offset %d not %d-aligned", off, sectionAlign)
 				}
 			}
+			if got, all := s.PerSlotBytes()*uint64(s.Slots), l.RingOff-l.SlotsOff; got > all || all-got > 6*sectionAlign {
+				t.Errorf("PerSlotBytes × slots = %d, the sections between take %d", got, all)
+			}
 			tok := uint64(s.Slots) * uint64(s.MaxReqTotalLen) * 4
 			if l.TokensOff < l.SlotsOff+uint64(s.Slots)*SlotSize ||
 				l.LogprobsOff < l.TokensOff+tok ||

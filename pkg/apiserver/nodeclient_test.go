@@ -15,11 +15,15 @@ import (
 // TestOpenAINodeClient runs scripts/openai-client-check.mjs (the official
 // OpenAI Node client, unchanged) against the server over the fake backend.
 // It needs node and the client installed outside the repository:
-// OPENAI_NODE_DIR=/dir/with/node_modules/openai.
+// OPENAI_NODE_DIR=/dir/with/node_modules/openai, or where
+// scripts/install-test-deps.sh puts it (~/.cache/lightllm-test/openai).
 func TestOpenAINodeClient(t *testing.T) {
 	dir := os.Getenv("OPENAI_NODE_DIR")
-	if dir == "" {
-		t.Skip("OPENAI_NODE_DIR not set (npm install openai in a temp dir and point it there)")
+	if home, err := os.UserHomeDir(); dir == "" && err == nil {
+		dir = filepath.Join(home, ".cache", "lightllm-test", "openai")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
+		t.Skipf("the OpenAI Node client is not installed (run scripts/install-test-deps.sh or set OPENAI_NODE_DIR): %v", err)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {

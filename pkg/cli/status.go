@@ -14,7 +14,8 @@ func addTargetFlags(cmd *cobra.Command) *supervisor.Target {
 	t := &supervisor.Target{}
 	cmd.Flags().StringVar(&t.Instance, "instance", "", "instance name (default: the port)")
 	cmd.Flags().IntVar(&t.Port, "port", 8000, "HTTP port of the instance, when --instance is not given")
-	cmd.Flags().StringVar(&t.RunDir, "run_dir", "", "run directory, if the instance was launched with --run_dir")
+	cmd.Flags().StringVar(&t.RunDir, "run_dir", "", "run directory (default: found from the instance's lock file in its shm dir)")
+	cmd.Flags().StringVar(&t.ShmDir, "shm_dir", "", "shm directory, if the instance was launched with --shm_dir")
 	return t
 }
 

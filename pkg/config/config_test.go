@@ -122,6 +122,9 @@ func TestInstanceAndDirs(t *testing.T) {
 			if got := cfg.ControlSocketPath(); got != filepath.Join(tc.runDir, "supervisor.sock") {
 				t.Fatalf("control socket %q", got)
 			}
+			if got := cfg.SupervisorLockPath(); got != filepath.Join(tc.shm, "supervisor.lock") {
+				t.Fatalf("supervisor lock %q", got)
+			}
 		})
 	}
 }

@@ -24,8 +24,14 @@ const (
 	StateFileName   = "state.json"      // supervisor state: pids, start times, restarts
 	ControlSockName = "supervisor.sock" // supervisor control socket
 	LockFileName    = "config.lock"     // serialises LoadShared
-	shmDirPrefix    = "lightllm-"       // shm dirs are <base>/lightllm-<instance>
-	sockSuffix      = ".sock"           // every unix/ipc socket in the run dir
+	// SupervisorLockName is in the shm dir, not the run dir: the supervisor
+	// holds an flock on it for its whole life and records its run dir in
+	// it, so `stop`/`status` find a live instance (and never clean up after
+	// it) however they guess the run dir. The shm region's own files are
+	// "state", "state.tmp.<pid>" and "stop-*.json"; this name is distinct.
+	SupervisorLockName = "supervisor.lock"
+	shmDirPrefix       = "lightllm-" // shm dirs are <base>/lightllm-<instance>
+	sockSuffix         = ".sock"     // every unix/ipc socket in the run dir
 	// maxUnixPath is sun_path's 108 bytes less the NUL; sockNameRoom is what
 	// Validate keeps free after the run dir for socket names.
 	maxUnixPath  = 107
@@ -110,6 +116,9 @@ func (c *Config) SocketPath(name string) string {
 
 // IsSocketName reports whether a run-dir entry is one of the instance's sockets.
 func IsSocketName(name string) bool { return filepath.Ext(name) == sockSuffix }
+
+// SupervisorLockPath is the supervisor's lock file: <shm_dir>/supervisor.lock.
+func (c *Config) SupervisorLockPath() string { return filepath.Join(c.ShmDir, SupervisorLockName) }
 
 // ShmPath is the path of a named shared-memory file of this instance.
 func (c *Config) ShmPath(name string) string { return filepath.Join(c.ShmDir, name) }

@@ -116,7 +116,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 			} else {
 				vs = expf(s - M[h])
 			}
-			madF16Fused(a, v, vs)
+			tensor.MadF16GGML(a, v, vs)
 			S[h] = float32(S[h]*ms) + vs
 		}
 	}
@@ -129,15 +129,6 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 		for d := range o {
 			o[d] = tensor.F16ToF32(a[d]) * inv
 		}
-	}
-}
-
-// madF16Fused sets acc[i] = f16(fma(v[i], s, acc[i])): ggml_vec_mad_f16 as
-// built for llama.cpp's CPU variants, where the scalar tail is fused too.
-func madF16Fused(acc, v []uint16, s float32) {
-	v = v[:len(acc)]
-	for i, a := range acc {
-		acc[i] = tensor.F32ToF16(fma32(tensor.F16ToF32(v[i]), s, tensor.F16ToF32(a)))
 	}
 }
 

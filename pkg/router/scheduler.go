@@ -308,7 +308,7 @@ func (s *Scheduler) admit(v *View) int {
 	for _, r := range s.running {
 		budget += r.DecodeNeedTokens(chunk)
 	}
-	count, accepted := len(s.running), 0
+	count, accepted, idlePeak := len(s.running), 0, 0
 	for accepted < s.waiting.len() {
 		first := s.waiting.at(accepted)
 		end := accepted + 1
@@ -322,7 +322,16 @@ func (s *Scheduler) admit(v *View) int {
 		if count > s.cfg.RunningMaxReqSize || budget > 2*s.cfg.BatchMaxTokens {
 			break
 		}
-		if _, ok := pass.Add(group); !ok {
+		need, ok := pass.Add(group)
+		if !ok {
+			// An idle server always takes the head of the queue when its
+			// worst case fits the KV: the estimate's margins (chunk delay,
+			// added_output_len, past_future's bound below capacity) can
+			// exceed the capacity for such a request, which would then
+			// wait forever with nothing running.
+			if len(s.running) == 0 && accepted == 0 && fitsAlone(group, s.cfg.MaxTotalTokens) {
+				accepted, idlePeak = end, need
+			}
 			break
 		}
 		accepted = end
@@ -335,7 +344,7 @@ func (s *Scheduler) admit(v *View) int {
 	}
 	s.waiting.popFront(accepted)
 	s.stats.Admitted += uint64(accepted)
-	return pass.Peak()
+	return max(pass.Peak(), idlePeak)
 }
 
 // Preempt evicts running requests, most recently admitted first (vLLM's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +20,8 @@ import (
 type Target struct {
 	Instance string // default: the port
 	Port     int
-	RunDir   string // default: config.RunDirFor(instance)
+	RunDir   string // default: config.RunDirFor(instance); the lock file's record when no supervisor answers there
+	ShmDir   string // default: config.ShmDirFor(instance)
 }
 
 // Config returns the minimal config that locates the instance's files.
@@ -28,31 +30,61 @@ func (t Target) Config() (*config.Config, error) {
 	if t.Port != 0 {
 		c.Port = t.Port
 	}
-	c.Instance, c.RunDir = t.Instance, t.RunDir
+	c.Instance, c.RunDir, c.ShmDir = t.Instance, t.RunDir, t.ShmDir
 	if err := c.FillNames(); err != nil {
 		return nil, err
+	}
+	// A cleanup removes the shm dir: the same guard as a launch's.
+	if !filepath.IsAbs(c.ShmDir) || !strings.HasPrefix(filepath.Base(c.ShmDir), "lightllm-") {
+		return nil, fmt.Errorf("shm_dir %q must be an absolute path to a directory named lightllm-*", c.ShmDir)
+	}
+	if !filepath.IsAbs(c.RunDir) {
+		return nil, fmt.Errorf("run_dir %q must be an absolute path", c.RunDir)
 	}
 	return &c, nil
 }
 
-func (t Target) status(ctx context.Context) (*config.Config, *rolectl.Status, error) {
+// locate finds the instance t names and asks its supervisor for its
+// status. The run dir t names or guesses ($LIGHTLLM_RUN_DIR) need not be
+// the one the instance was launched with: when no supervisor answers there,
+// the lock file in the shm dir says where the live one is. With no live
+// supervisor the error wraps rolectl.ErrNotRunning and cfg points at the
+// run dir the last one recorded, where its leftovers are.
+func (t Target) locate(ctx context.Context) (*config.Config, *rolectl.Status, error) {
 	cfg, err := t.Config()
 	if err != nil {
 		return nil, nil, err
 	}
+	st, err := askStatus(ctx, cfg)
+	if !errors.Is(err, rolectl.ErrNotRunning) {
+		return cfg, st, err
+	}
+	if li, lerr := ReadLockInfo(cfg.SupervisorLockPath()); lerr == nil && li.RunDir != cfg.RunDir && filepath.IsAbs(li.RunDir) {
+		c := *cfg
+		c.RunDir = li.RunDir
+		cfg = &c
+		st, err = askStatus(ctx, cfg)
+		if !errors.Is(err, rolectl.ErrNotRunning) {
+			return cfg, st, err
+		}
+	}
+	return cfg, nil, fmt.Errorf("instance %s is not running (no supervisor at %s): %w", cfg.Instance, cfg.ControlSocketPath(), rolectl.ErrNotRunning)
+}
+
+func askStatus(ctx context.Context, cfg *config.Config) (*rolectl.Status, error) {
 	resp, err := rolectl.Call(ctx, cfg.ControlSocketPath(), rolectl.Request{Op: rolectl.OpStatus})
 	if err != nil {
-		if errors.Is(err, rolectl.ErrNotRunning) {
-			return cfg, nil, fmt.Errorf("instance %s is not running (no supervisor at %s): %w", cfg.Instance, cfg.ControlSocketPath(), rolectl.ErrNotRunning)
-		}
-		return cfg, nil, err
+		return nil, err
 	}
-	return cfg, resp.Status, nil
+	if resp.Status == nil {
+		return nil, fmt.Errorf("supervisor at %s answered status without one", cfg.ControlSocketPath())
+	}
+	return resp.Status, nil
 }
 
 // QueryStatus returns the status of a running instance.
 func QueryStatus(ctx context.Context, t Target) (*rolectl.Status, error) {
-	_, st, err := t.status(ctx)
+	_, st, err := t.locate(ctx)
 	return st, err
 }
 
@@ -85,17 +117,17 @@ func roundDur(d time.Duration) time.Duration {
 }
 
 // StopInstance asks the instance's supervisor to stop and waits until it is
-// gone. With no supervisor running it removes what a dead one left behind.
+// gone. With no supervisor running it removes what a dead one left behind;
+// it never removes the files of a live one (CleanupStale refuses).
 func StopInstance(ctx context.Context, t Target, timeout time.Duration, w io.Writer) error {
-	cfg, err := t.Config()
-	if err != nil {
-		return err
+	cfg, _, err := t.locate(ctx)
+	if err == nil {
+		_, err = rolectl.Call(ctx, cfg.ControlSocketPath(), rolectl.Request{Op: rolectl.OpStop})
 	}
-	_, err = rolectl.Call(ctx, cfg.ControlSocketPath(), rolectl.Request{Op: rolectl.OpStop})
 	if errors.Is(err, rolectl.ErrNotRunning) {
 		did, cerr := CleanupStale(cfg, zerolog.Nop())
 		if cerr != nil {
-			return cerr
+			return fmt.Errorf("stop: %w", cerr)
 		}
 		if len(did) == 0 {
 			fmt.Fprintf(w, "instance %s is not running\n", cfg.Instance)
@@ -132,7 +164,7 @@ func RestartRole(ctx context.Context, t Target, role string, wait bool, timeout 
 	if !config.IsRole(role) {
 		return fmt.Errorf("unknown role %q (roles: %s)", role, strings.Join(config.AllRoles(), ", "))
 	}
-	cfg, st, err := t.status(ctx)
+	cfg, st, err := t.locate(ctx)
 	if err != nil {
 		return err
 	}
@@ -151,7 +183,7 @@ func RestartRole(ctx context.Context, t Target, role string, wait bool, timeout 
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		_, st, err := t.status(ctx)
+		st, err := askStatus(ctx, cfg)
 		if err != nil {
 			return err
 		}

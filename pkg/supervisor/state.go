@@ -102,10 +102,19 @@ var ErrSupervisorAlive = errors.New("supervisor still alive")
 
 // CleanupStale removes what a dead supervisor left behind: role processes
 // recorded in its state file that still run (SIGKILLed), the shm directory,
-// the sockets and files of the run directory. It refuses while the recorded
-// supervisor process is alive. It returns what it removed or killed.
+// the sockets and files of the run directory. It refuses (an error wrapping
+// ErrSupervisorAlive, touching nothing) while a supervisor of the instance
+// lives, told by the lock in the shm dir and, for a state file, by its
+// recorded pid; and while the shm region names roles that are alive (run
+// without a supervisor, e.g. by systemd). It returns what it removed or
+// killed.
 func CleanupStale(cfg *config.Config, log zerolog.Logger) ([]string, error) {
-	var did []string
+	return cleanupStale(cfg, log, nil)
+}
+
+// cleanupStale is CleanupStale for a caller that may hold the lock of
+// cfg's shm dir itself (a supervisor about to start): that lock file stays.
+func cleanupStale(cfg *config.Config, log zerolog.Logger, own *instanceLock) ([]string, error) {
 	st, err := ReadStateFile(cfg.StatePath())
 	switch {
 	case err == nil:
@@ -116,32 +125,79 @@ func CleanupStale(cfg *config.Config, log zerolog.Logger) ([]string, error) {
 			c.ShmDir = st.ShmDir
 			cfg = &c
 		}
+	case errors.Is(err, fs.ErrNotExist):
+		st = nil
+	default:
+		log.Warn().Err(err).Msg("ignoring unreadable state file")
+		st = nil
+	}
+	keepLock := own != nil && own.path == cfg.SupervisorLockPath()
+	if !keepLock {
+		l, err := lockInstance(cfg.SupervisorLockPath(), false)
+		switch {
+		case errors.Is(err, ErrLocked):
+			return nil, lockedError(cfg, "not touching its files")
+		case errors.Is(err, fs.ErrNotExist): // no shm dir: nothing there to guard
+		case err != nil:
+			return nil, fmt.Errorf("instance %s: cannot tell whether it runs, not touching its files: %w", cfg.Instance, err)
+		default:
+			defer l.release() // after the removal below: no one locks a dying file
+		}
+	}
+	var did []string
+	killed := map[int]bool{}
+	if st != nil {
 		if st.SupervisorPid != os.Getpid() && sameProcess(st.SupervisorPid, st.SupervisorTicks) {
 			return nil, fmt.Errorf("instance %s: %w (pid %d) but not answering on %s", cfg.Instance, ErrSupervisorAlive, st.SupervisorPid, cfg.ControlSocketPath())
 		}
 		for _, r := range st.Roles {
 			if r.StartTicks != 0 && sameProcess(r.Pid, r.StartTicks) {
 				if err := syscall.Kill(r.Pid, syscall.SIGKILL); err == nil {
+					killed[r.Pid] = true
 					did = append(did, fmt.Sprintf("killed leftover %s pid %d", r.Role, r.Pid))
 					log.Warn().Str("stale_role", r.Role).Int("stale_pid", r.Pid).Msg("killed a role left by a dead supervisor")
 				}
 			}
 		}
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		log.Warn().Err(err).Msg("ignoring unreadable state file")
 	}
-	removed, err := RemoveInstanceFiles(cfg)
+	if live := liveRegionRoles(cfg.ShmDir, killed, time.Now()); len(live) > 0 {
+		return did, fmt.Errorf("instance %s: %w: its shm region shows live roles (%s), started without a supervisor (systemd?); not touching its files",
+			cfg.Instance, ErrSupervisorAlive, strings.Join(live, ", "))
+	}
+	removed, err := removeInstanceFiles(cfg, keepLock)
 	return append(did, removed...), err
 }
 
-// RemoveInstanceFiles deletes the instance's shm directory and, in the run
-// directory, every socket plus the config, state and lock files; the run
-// directory itself goes when nothing else is left in it.
-func RemoveInstanceFiles(cfg *config.Config) ([]string, error) {
+// removeInstanceFiles deletes the instance's shm directory (all but the
+// lock file when keepLock) and, in the run directory, every socket plus the
+// config, state and lock files; the run directory itself goes when nothing
+// else is left in it. Only the instance's own supervisor, or a caller
+// holding its lock, may call it.
+func removeInstanceFiles(cfg *config.Config, keepLock bool) ([]string, error) {
 	var removed []string
 	var errs []error
-	if cfg.ShmDir != "" {
+	switch {
+	case cfg.ShmDir == "":
+	case !strings.HasPrefix(filepath.Base(cfg.ShmDir), "lightllm-"):
+		// Never RemoveAll a directory that is not an instance's.
+		errs = append(errs, fmt.Errorf("not removing shm dir %s: not named lightllm-*", cfg.ShmDir))
+	case keepLock:
+		entries, err := os.ReadDir(cfg.ShmDir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("read shm dir: %w", err))
+		}
+		for _, e := range entries {
+			if e.Name() == config.SupervisorLockName {
+				continue
+			}
+			p := filepath.Join(cfg.ShmDir, e.Name())
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+				continue
+			}
+			removed = append(removed, p)
+		}
+	default:
 		if _, err := os.Lstat(cfg.ShmDir); err == nil {
 			if err := os.RemoveAll(cfg.ShmDir); err != nil {
 				errs = append(errs, fmt.Errorf("remove shm dir: %w", err))

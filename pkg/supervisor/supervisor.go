@@ -65,6 +65,10 @@ type Supervisor struct {
 	loopDone chan struct{} // closed when the loop ends; events are no longer read
 	started  time.Time
 
+	// lock is held from prepare until the instance's files are removed: it
+	// is how clients tell that this instance is alive (instancelock.go).
+	lock *instanceLock
+
 	mu    sync.Mutex // guards phase and the fields of roleProc noted there
 	phase string
 	roles map[string]*roleProc
@@ -214,7 +218,10 @@ func (s *Supervisor) Run(ctx context.Context) (err error) {
 	ctl.Close()
 	<-accepting
 	handlers.Wait()
-	if _, cerr := RemoveInstanceFiles(s.cfg); cerr != nil {
+	// The lock file goes with the shm dir, before the lock is released.
+	_, cerr := removeInstanceFiles(s.cfg, false)
+	s.lock.release()
+	if cerr != nil {
 		s.log.Error().Err(cerr).Msg("cleanup")
 		err = errors.Join(err, cerr)
 	}
@@ -241,9 +248,11 @@ func (s *Supervisor) findBinaries() error {
 	return errors.Join(errs...)
 }
 
-// prepare refuses to run twice, cleans up after a dead predecessor, creates
-// the directories, saves the config and opens the control socket.
-func (s *Supervisor) prepare(ctx context.Context) (*controlServer, error) {
+// prepare refuses to run twice, takes the instance lock, cleans up after a
+// dead predecessor, creates the directories, saves the config and opens the
+// control socket. On error it holds no lock and has removed nothing of a
+// live instance.
+func (s *Supervisor) prepare(ctx context.Context) (ctl *controlServer, err error) {
 	sock := s.cfg.ControlSocketPath()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	resp, err := rolectl.Call(cctx, sock, rolectl.Request{Op: rolectl.OpStatus})
@@ -252,7 +261,21 @@ func (s *Supervisor) prepare(ctx context.Context) (*controlServer, error) {
 		return nil, fmt.Errorf("%w: instance %s (supervisor pid %d); stop it with `lightllm stop --instance %s`",
 			ErrAlreadyRunning, s.cfg.Instance, resp.Status.SupervisorPid, s.cfg.Instance)
 	}
-	did, err := CleanupStale(s.cfg, s.log)
+	// Another supervisor with another run dir has no socket at ours; the
+	// lock in the shm dir is what every supervisor of the instance shares.
+	lock, err := lockInstance(s.cfg.SupervisorLockPath(), true)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%w: %v; stop it with `lightllm stop --instance %s`", ErrAlreadyRunning, lockedError(s.cfg, "refusing to start a second one"), s.cfg.Instance)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
+	did, err := cleanupStale(s.cfg, s.log, lock)
 	if err != nil {
 		return nil, err
 	}
@@ -262,17 +285,19 @@ func (s *Supervisor) prepare(ctx context.Context) (*controlServer, error) {
 	if err := os.MkdirAll(s.cfg.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	// Request slots hold prompts and outputs: keep them private.
-	if err := os.MkdirAll(s.cfg.ShmDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create shm dir: %w", err)
-	}
 	if err := s.cfg.Save(s.cfg.ConfigPath()); err != nil {
 		return nil, err
 	}
-	ctl, err := listenControl(sock)
+	ctl, err = listenControl(sock)
 	if err != nil {
 		return nil, err
 	}
+	if err := lock.record(LockInfo{Instance: s.cfg.Instance, Pid: os.Getpid(), RunDir: s.cfg.RunDir, ShmDir: s.cfg.ShmDir,
+		ControlSocket: sock, StartedAt: s.started}); err != nil {
+		ctl.Close()
+		return nil, err
+	}
+	s.lock = lock
 	s.writeState()
 	return ctl, nil
 }

@@ -13,28 +13,50 @@
 	VADDSS       X1, X0, X0   \
 	VMOVSS       X0, OUT
 
-// func dotF16x3AVX2(w unsafe.Pointer, x *float32, xstride, n int, out *[3]float32)
-// One f16 row (n a multiple of 8 values) against three f32 rows xstride
-// bytes apart, each with dotF16AVX2's four accumulators and reduction.
-TEXT ·dotF16x3AVX2(SB), NOSPLIT, $0-40
+#define LOADACC(R) \
+	VMOVUPS (R), Y0      \
+	VMOVUPS 32(R), Y1    \
+	VMOVUPS 64(R), Y2    \
+	VMOVUPS 96(R), Y3    \
+	VMOVUPS 128(R), Y4   \
+	VMOVUPS 160(R), Y5   \
+	VMOVUPS 192(R), Y6   \
+	VMOVUPS 224(R), Y7   \
+	VMOVUPS 256(R), Y8   \
+	VMOVUPS 288(R), Y9   \
+	VMOVUPS 320(R), Y10  \
+	VMOVUPS 352(R), Y11
+
+#define STOREACC(R) \
+	VMOVUPS Y0, (R)      \
+	VMOVUPS Y1, 32(R)    \
+	VMOVUPS Y2, 64(R)    \
+	VMOVUPS Y3, 96(R)    \
+	VMOVUPS Y4, 128(R)   \
+	VMOVUPS Y5, 160(R)   \
+	VMOVUPS Y6, 192(R)   \
+	VMOVUPS Y7, 224(R)   \
+	VMOVUPS Y8, 256(R)   \
+	VMOVUPS Y9, 288(R)   \
+	VMOVUPS Y10, 320(R)  \
+	VMOVUPS Y11, 352(R)
+
+// func dotF16x3AVX2(w unsafe.Pointer, x *float32, xstride, n int, acc *[96]float32, out *[3]float32)
+// One f16 row against three f32 rows xstride bytes apart, each with
+// dotF16AVX2's four accumulators and reduction. The accumulators start
+// from acc (so a long row can be done in pieces of whole 32-value steps
+// with the activations kept in L1). out == nil: store them back to acc;
+// else finish (eight-value steps for the rest of n, a multiple of 8, then
+// the reduction) into out.
+TEXT ·dotF16x3AVX2(SB), NOSPLIT, $0-48
 	MOVQ   w+0(FP), SI
 	MOVQ   x+8(FP), DI
 	MOVQ   xstride+16(FP), R8
 	MOVQ   n+24(FP), CX
+	MOVQ   acc+32(FP), R9
 	LEAQ   (DI)(R8*1), R11
 	LEAQ   (R11)(R8*1), R12
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	LOADACC(R9)
 
 f16x3loop32:
 	CMPQ        CX, $32
@@ -63,6 +85,14 @@ f16x3loop32:
 	JMP         f16x3loop32
 
 f16x3loop8:
+	MOVQ        out+40(FP), AX
+	TESTQ       AX, AX
+	JNE         f16x3tail
+	STOREACC(R9)
+	VZEROUPPER
+	RET
+
+f16x3tail:
 	CMPQ        CX, $8
 	JLT         f16x3reduce
 	VCVTPH2PS   (SI), Y12
@@ -74,10 +104,9 @@ f16x3loop8:
 	ADDQ        $32, R11
 	ADDQ        $32, R12
 	SUBQ        $8, CX
-	JMP         f16x3loop8
+	JMP         f16x3tail
 
 f16x3reduce:
-	MOVQ   out+32(FP), AX
 	VADDPS Y2, Y0, Y0
 	VADDPS Y3, Y1, Y1
 	VADDPS Y1, Y0, Y0

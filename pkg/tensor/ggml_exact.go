@@ -35,6 +35,15 @@ func GGMLLanes() int { return ggmlLanes }
 func FMA32(a, b, c float32) float32 {
 	p := float64(a) * float64(b) // exact: 48 significant bits
 	s := p + float64(c)
+	// Fast path: s is not a float32 midpoint (normal range), so rounding
+	// it once more gives the correctly rounded sum.
+	if bits := math.Float64bits(s); bits&(1<<29-1) != 1<<28 && bits&(0x7ff<<52) >= 0x381<<52 {
+		return float32(s)
+	}
+	return fma32Slow(p, c, s)
+}
+
+func fma32Slow(p float64, c float32, s float64) float32 {
 	r := float32(s)
 	if !f32Midpoint(s) {
 		return r
@@ -96,8 +105,20 @@ func DotF32Sgemm(a, b []float32) float32 {
 // DotF16GGML is ggml_vec_dot_f16 over two IEEE-half vectors: the same
 // vector accumulation as DotF32GGML over whole steps, leftovers summed in
 // float64.
-func DotF16GGML(x, y []uint16) float32 {
-	y = y[:len(x)]
+func DotF16GGML(x, y []uint16) float32 { return dotF16GGML(x, y[:len(x)]) }
+
+// MadF16GGML sets acc[i] = f16(fma(f32(v[i]), s, f32(acc[i]))):
+// ggml_vec_mad_f16 as built for llama.cpp's x86 variants, whose scalar
+// tail is fused like its vector loop.
+func MadF16GGML(acc, v []uint16, s float32) { madF16GGML(acc, v[:len(acc)], s) }
+
+func madF16GGMLGeneric(acc, v []uint16, s float32) {
+	for i, a := range acc {
+		acc[i] = F32ToF16(FMA32(F16ToF32(v[i]), s, F16ToF32(a)))
+	}
+}
+
+func dotF16GGMLGeneric(x, y []uint16) float32 {
 	L := ggmlLanes
 	n := len(x)
 	np := n &^ (4*L - 1)

@@ -1,4 +1,6 @@
-// exactness: portable versions of the llama.cpp-exact f32 kernels (see
+//go:build !amd64
+
+// exactness: portable versions of the llama.cpp-exact kernels (see
 // ggml_exact.go).
 
 package tensor
@@ -7,3 +9,7 @@ func dotF32GGML16(a, b []float32) float32  { return dotF32GGMLGeneric(a, b, 16) 
 func dotF32GGML8(a, b []float32) float32   { return dotF32GGMLGeneric(a, b, 8) }
 func dotF32Sgemm16(a, b []float32) float32 { return dotF32SgemmGeneric(a, b, 16) }
 func dotF32Sgemm8(a, b []float32) float32  { return dotF32SgemmGeneric(a, b, 8) }
+
+func dotF16GGML(x, y []uint16) float32 { return dotF16GGMLGeneric(x, y) }
+
+func madF16GGML(acc, v []uint16, s float32) { madF16GGMLGeneric(acc, v, s) }

@@ -22,7 +22,21 @@ const minChunkWork = 1 << 16
 const (
 	blockWeights = 64 << 10
 	tileActs     = 256 << 10
+	l1Acts       = 24 << 10
 )
+
+// f16 batches run in pieces of f16Piece values per row (whole 32-value
+// steps), f16Rows rows at a time: three tokens' activation pieces (6 KB)
+// and the rows' weight pieces (16 KB) then stay in L1 while the
+// accumulators are carried from piece to piece.
+const (
+	f16Piece = 512
+	f16Rows  = 16
+)
+
+// f16Tile is the number of tokens (a multiple of 3) whose activations,
+// cols wide, are swept by one pass of a block of f16 rows.
+func f16Tile(cols int) int { return max(3, tileActs/(4*cols)/3*3) }
 
 // Ctx runs matrix products on a worker pool and owns the scratch they need
 // (quantized activations). It grows its buffers to the largest request and
@@ -33,6 +47,7 @@ type Ctx struct {
 	xd   []float32
 	xs   []int32
 	xt   []byte // q8_0 activation tiles (VNNI kernels)
+	acc  [][]float32
 	mm   mmTask
 }
 
@@ -53,6 +68,7 @@ type mmTask struct {
 	xd    []float32
 	xs    []int32 // 8 * sum of each quantized activation block (packed q4_0)
 	xt    []byte  // activation tiles of eight tokens (q8_0 with VNNI)
+	acc   [][]float32 // per worker: f16 accumulators carried between pieces
 	T     int
 	cols  int
 }
@@ -77,7 +93,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	quant, packed, tiled := false, false, false
+	quant, packed, tiled, f16 := false, false, false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
 	units := 0
@@ -88,6 +104,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		}
 		quant = quant || o.W.Type.Quantized()
 		tiled = tiled || (o.W.Type == Q8_0 && T > 1 && hasVNNI)
+		f16 = f16 || f16Pieces(o.W, T)
 		m.outs[i] = o
 		m.start[i] = units
 		m.unit[i] = 1
@@ -104,6 +121,18 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		}
 		c.quantize(x, T, cols, packed, tiled)
 	}
+	if f16 {
+		n := f16Rows * f16Tile(cols) / 3 * 96
+		if len(c.acc) < c.Pool.Threads() {
+			c.acc = make([][]float32, c.Pool.Threads())
+		}
+		for i := range c.acc {
+			if len(c.acc[i]) < n {
+				c.acc[i] = make([]float32, n)
+			}
+		}
+		m.acc = c.acc
+	}
 	grain := max(1, minChunkWork/(cols*T))
 	if packed {
 		grain = max(1, grain/8)
@@ -112,7 +141,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd, m.xs, m.xt = nil, nil, nil, nil, nil
+	m.x, m.xq, m.xd, m.xs, m.xt, m.acc = nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -154,21 +183,23 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 	}
 }
 
-func (m *mmTask) Run(_, lo, hi int) {
+func (m *mmTask) Run(worker, lo, hi int) {
 	for i := 0; i < m.n; i++ {
 		a, b := max(lo, m.start[i]), min(hi, m.start[i+1])
 		if a >= b {
 			continue
 		}
 		u := m.unit[i]
-		m.rows(&m.outs[i], (a-m.start[i])*u, (b-m.start[i])*u)
+		m.rows(&m.outs[i], worker, (a-m.start[i])*u, (b-m.start[i])*u)
 	}
 }
 
 // rows computes rows [r0, r1) of one output for all tokens.
-func (m *mmTask) rows(o *Out, r0, r1 int) {
+func (m *mmTask) rows(o *Out, worker, r0, r1 int) {
 	w := o.W
 	switch {
+	case f16Pieces(w, m.T):
+		m.rowsF16(o, m.acc[worker], r0, r1)
 	case w.q4 != nil:
 		m.rowsQ4x8(o, r0, r1)
 	case w.Type == Q8_0 && m.xt != nil:
@@ -189,15 +220,20 @@ func (m *mmTask) rows(o *Out, r0, r1 int) {
 	}
 }
 
-// rowsBlocked computes a batch over rows [r0, r1) in cache blocks.
+// rowsBlocked computes a batch over rows [r0, r1) in cache blocks: a
+// block of weight rows stays in L2 while groups of tokens, small enough
+// for their activations to stay in L1, pass over it.
 func (m *mmTask) rowsBlocked(o *Out, r0, r1 int) {
 	w := o.W
-	perTok := 4 * m.cols
-	if w.Type.Quantized() {
+	perTok, group := 4*m.cols, 4
+	switch {
+	case w.Type.Quantized():
 		perTok = m.cols + m.cols/QK*4
+	case w.Type == F16:
+		group = 3 // dotF16x3
 	}
 	rowBlock := max(1, blockWeights/w.rowBytes)
-	tokTile := max(4, tileActs/perTok&^3)
+	tokTile := max(group, l1Acts/perTok/group*group)
 	for b0 := r0; b0 < r1; b0 += rowBlock {
 		b1 := min(r1, b0+rowBlock)
 		for t0 := 0; t0 < m.T; t0 += tokTile {
@@ -237,6 +273,58 @@ func (m *mmTask) row(o *Out, r, t0, t1 int) {
 		}
 	case Q8_0, Q4_0:
 		m.rowQ(o, w.Type, row, r, t0, t1)
+	}
+}
+
+// f16Pieces reports whether a batch of T tokens through f16 matrix w is
+// computed piecewise by rowsF16.
+func f16Pieces(w *Matrix, T int) bool {
+	return w.Type == F16 && T >= 3 && hasAVX2 && w.Cols%8 == 0
+}
+
+// rowsF16 computes a batch of f16 rows [r0, r1): for each block of f16Rows
+// rows and tile of tokens, the rows are swept piece by piece with three
+// tokens at a time, the accumulators of every (row, token triple) kept in
+// acc between pieces; the tokens left over are done one at a time.
+// Results equal dotF16's.
+func (m *mmTask) rowsF16(o *Out, acc []float32, r0, r1 int) {
+	w, cols, nOut := o.W, m.cols, o.W.Rows
+	rb := w.rowBytes
+	tile := f16Tile(cols)
+	T3 := m.T / 3 * 3
+	var res [3]float32
+	for b0 := r0; b0 < r1; b0 += f16Rows {
+		b1 := min(r1, b0+f16Rows)
+		for t0 := 0; t0 < T3; t0 += tile {
+			t1 := min(T3, t0+tile)
+			ng := (t1 - t0) / 3
+			clear(acc[:(b1-b0)*ng*96])
+			for k0 := 0; k0 < cols; k0 += f16Piece {
+				k1 := min(cols, k0+f16Piece)
+				last := k1 == cols
+				for g := 0; g < ng; g++ {
+					t := t0 + 3*g
+					x := m.x[t*cols+k0:]
+					for r := b0; r < b1; r++ {
+						a := (*[96]float32)(acc[((r-b0)*ng+g)*96:])
+						piece := w.Data[r*rb+2*k0 : r*rb+2*k1]
+						if !last {
+							dotF16x3Part(piece, x, cols, a, nil)
+							continue
+						}
+						dotF16x3Part(piece, x, cols, a, &res)
+						for k := range res {
+							o.Y[(t+k)*nOut+r] = res[k]
+						}
+					}
+				}
+			}
+		}
+		for t := T3; t < m.T; t++ {
+			for r := b0; r < b1; r++ {
+				o.Y[t*nOut+r] = dotF16(w.Data[r*rb:(r+1)*rb], m.x[t*cols:(t+1)*cols])
+			}
+		}
 	}
 }
 

@@ -103,7 +103,7 @@ func TestZZL1(t *testing.T) {
 	for k := 0; k < 4; k++ {
 		QuantizeActQ8(x[:n], xq[k*n:(k+1)*n], xd[k*n/QK:(k+1)*n/QK])
 	}
-	const iters = 20000
+	iters := 20000
 	var o3 [3]float32
 	var o4 [4]float32
 	var s float32
@@ -111,15 +111,28 @@ func TestZZL1(t *testing.T) {
 		best := 0.0
 		for p := 0; p < 5; p++ {
 			st := cpuNow()
-			for i := 0; i < iters; i++ {
+			for i := 0; i < iters/max(1, int(macs)/n); i++ {
 				f()
 			}
-			best = max(best, macs*iters*2/(cpuNow()-st)/1e9)
+			best = max(best, macs*float64(iters/max(1, int(macs)/n))*2/(cpuNow()-st)/1e9)
 		}
 		t.Logf("%-12s %.1f GFLOP/s", name, best)
 	}
 	run("f16 1x1", n, func() { s += dotF16(wf16[:2*n], x[:n]) })
 	run("f16 1x3", 3*n, func() { dotF16x3(wf16[:2*n], x, &o3) })
+	{
+		wm, _ := randMatrix(t, r, F16, 64, 2048)
+		xs := randVec(r, 15*2048, 1)
+		ys := make([]float32, 15*64)
+		ctx := NewCtx(1)
+		run("f16 mm 64x2048 T15", 15*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wm, ys}) })
+		wq, _ := randMatrix(t, r, Q8_0, 64, 2048)
+		run("q8 mm 64x2048 T16", 16*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wq, ys}) })
+		wq4, _ := randMatrix(t, r, Q4_0, 64, 2048)
+		run("q4 mm 64x2048 T16", 16*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wq4, ys}) })
+	}
+	var acc96 [96]float32
+	run("f16 piece512", 3*512, func() { dotF16x3Part(wf16[:2*512], x, n, &acc96, nil) })
 	run("q8 1x1", n, func() { s += dotQ8(wq8[:n/QK*34], xq[:n], xd[:n/QK]) })
 	run("q8 1x4", 4*n, func() { dotQ8x4(wq8[:n/QK*34], xq, xd, &o4) })
 	tile := make([]byte, n/QK*q8TileBlockBytes)

@@ -13,8 +13,8 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
-// TestAPIChatAndUTF8 (issue 5) launches the server on a copy of stories260K's
-// directory (weights linked, not copied) that differs in two ways:
+// testChatAndUTF8 launches the server on a copy of stories260K's directory
+// (weights linked, not copied) that differs in two ways:
 //
 //   - a chat template (chat_template.jinja), which stories260K lacks, so the
 //     chat endpoint is exercised for real, streamed and not, with logprobs;
@@ -27,13 +27,7 @@ import (
 //     arrives, which is what the test checks: no event ever carries U+FFFD or
 //     half a character, the pieces add up to the full decode, and the events
 //     inside a character are empty.
-func TestAPIChatAndUTF8(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds and launches the server")
-	}
-	models := modelsDir(t)
-	gold := loadAPIGolden(t, models)
-	bin := buildBinaries(t)
+func testChatAndUTF8(t *testing.T, bin, models string, gold apiGolden) {
 	const window = 100 // golden tokens the UTF-8 stream covers
 	dir, chars := utf8ModelDir(t, filepath.Join(models, "stories260K", "hf"), gold.Tokens[:window])
 	tok, err := tokenizer.Load(dir)

@@ -116,6 +116,12 @@ func (c *apiClient) postJSON(t *testing.T, path string, body, out any) {
 // written: the raw line after "data:" (so a test can check the framing).
 func (c *apiClient) sse(t *testing.T, path string, body any) (events []string, header http.Header) {
 	t.Helper()
+	return c.slowSSE(t, path, body, 0)
+}
+
+// slowSSE is sse with a client that waits before it reads the stream.
+func (c *apiClient) slowSSE(t *testing.T, path string, body any, wait time.Duration) (events []string, header http.Header) {
+	t.Helper()
 	j, err := json.Marshal(body)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +143,7 @@ func (c *apiClient) sse(t *testing.T, path string, body any) (events []string, h
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("POST %s: Content-Type %q", path, ct)
 	}
+	time.Sleep(wait)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	blank := true // events are separated by one empty line

@@ -9,15 +9,17 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestAPI (issue 5) launches the real server once on stories260K and drives
-// every endpoint: greedy text through the native and OpenAI APIs, streamed
-// and not, in every prompt shape, against llama.cpp's golden run; per-token
-// logprobs and top alternatives; n > 1 with a seed; the info endpoints;
-// more than a hundred hostile requests; and the official OpenAI client
-// (api_client_test.go). Chat templates and UTF-8 streaming are in
-// api_chat_test.go (a second launch on a modified model directory).
+// TestAPI (issue 5) builds the binaries once and launches the real server
+// twice. First on stories260K as shipped, driving every endpoint: greedy
+// text through the native and OpenAI APIs, streamed and not, in every
+// prompt shape, against llama.cpp's golden run; per-token logprobs and top
+// alternatives; n > 1 with a seed; the info endpoints; more than a hundred
+// hostile requests; and the official OpenAI client. Then on a modified copy
+// of its directory, for the chat endpoint and UTF-8 streaming
+// (api_chat_test.go).
 func TestAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds and launches the server")
@@ -25,6 +27,11 @@ func TestAPI(t *testing.T) {
 	models := modelsDir(t)
 	gold := loadAPIGolden(t, models)
 	bin := buildBinaries(t)
+	t.Run("stories260K", func(t *testing.T) { testPlainModel(t, bin, models, gold) })
+	t.Run("chat and utf8", func(t *testing.T) { testChatAndUTF8(t, bin, models, gold) })
+}
+
+func testPlainModel(t *testing.T, bin, models string, gold apiGolden) {
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"))
 	c := newAPIClient(t, s.base)
 	stopped := gold.Tokens[:gold.StopIndex+1] // ids up to and including the story-ending id 1
@@ -242,6 +249,21 @@ func testNativeLogprobs(t *testing.T, c *apiClient) {
 			t.Errorf("%s: greedy token has rank %d", where, *r)
 		}
 	}
+	// A long stream whose client starts reading only after a second: infer
+	// runs hundreds of tokens past the 64-entry top-logprob ring in shm, yet
+	// every token arrives with all its alternatives (the apiserver copies
+	// them out as they are published, not as the client reads).
+	raw, _ := c.slowSSE(t, "/generate_stream", map[string]any{"inputs": "Once upon a time",
+		"parameters": map[string]any{"max_new_tokens": 480, "ignore_eos": true, "logprobs": 20}}, time.Second)
+	if len(raw) != 480 {
+		t.Fatalf("%d events, want 480", len(raw))
+	}
+	for i, r := range raw {
+		var ev apiNativeEvent
+		apiJSON(t, r, &ev)
+		apiCheckAlternatives(t, fmt.Sprintf("slow reader event %d", i), ev.Token.Logprobs, *ev.Token.ID, *ev.Token.Logprob, 20)
+	}
+
 	// Sampled at a high temperature: some tokens are not the best, and
 	// their logprobs are taken at that temperature.
 	var a apiNativeAnswer

@@ -120,6 +120,10 @@ func (b *Backend) pump(g *group, buf []byte) []byte {
 				break
 			}
 			buf = p.Text[:0]
+			// The piece's token was published before the detokenizer queued
+			// it: copying again now covers it even if it was published after
+			// the copy above.
+			b.copyTops(q, st)
 			if ev, keep := pieceEvent(q, st, i, p); keep {
 				if ev.Finished {
 					g.left--

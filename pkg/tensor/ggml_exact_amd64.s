@@ -1,0 +1,400 @@
+// exactness: AVX2+FMA kernels that round exactly as llama.cpp's ggml-cpu
+// builds do (see ggml_exact.go). A 16-lane AVX-512 accumulator is held in
+// two YMM registers (lanes 0-7, 8-15): lanes are independent, so the sums
+// are bit-identical to the AVX-512 code.
+
+#include "textflag.h"
+
+// (c0+c2)+(c1+c3) of X0's four lanes into X0[0]: the tail of
+// _mm512_reduce_add_ps and of sgemm.cpp's hsum(__m128).
+#define HSUM4 \
+	VMOVHLPS  X0, X0, X1 \
+	VADDPS    X1, X0, X0 \
+	VMOVSHDUP X0, X1     \
+	VADDSS    X1, X0, X0
+
+// func ggmlDotF32x16AVX2(a, b *float32, n int) float32
+// ggml_vec_dot_f32 of the AVX-512 builds: 4 accumulators x 16 lanes over
+// steps of 64, reduce, leftovers unfused in groups of 8, then fused.
+TEXT ·ggmlDotF32x16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+d16loop:
+	CMPQ        CX, $64
+	JLT         d16reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	VMOVUPS     64(SI), Y10
+	VFMADD231PS 64(DI), Y10, Y2
+	VMOVUPS     96(SI), Y11
+	VFMADD231PS 96(DI), Y11, Y3
+	VMOVUPS     128(SI), Y8
+	VFMADD231PS 128(DI), Y8, Y4
+	VMOVUPS     160(SI), Y9
+	VFMADD231PS 160(DI), Y9, Y5
+	VMOVUPS     192(SI), Y10
+	VFMADD231PS 192(DI), Y10, Y6
+	VMOVUPS     224(SI), Y11
+	VFMADD231PS 224(DI), Y11, Y7
+	ADDQ        $256, SI
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         d16loop
+
+d16reduce:
+	// acc j = (Y(2j), Y(2j+1)); x0 = (x0+x2)+(x1+x3), then the 512-bit
+	// horizontal sum: hi256+lo256, hi128+lo128, (0+2)+(1+3).
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	MOVQ         CX, BX
+	ANDQ         $-8, BX
+
+d16nf:
+	TESTQ       BX, BX
+	JEQ         d16fu
+	VMOVSS      (SI), X1
+	VMULSS      (DI), X1, X1
+	VADDSS      X1, X0, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        BX
+	DECQ        CX
+	JMP         d16nf
+
+d16fu:
+	TESTQ       CX, CX
+	JEQ         d16done
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         d16fu
+
+d16done:
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlDotF32x8AVX2(a, b *float32, n int) float32
+// ggml_vec_dot_f32 of the AVX2 builds: 4 accumulators x 8 lanes over steps
+// of 32, reduce with two hadds, leftovers unfused in groups of 4, then fused.
+TEXT ·ggmlDotF32x8AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+d8loop:
+	CMPQ        CX, $32
+	JLT         d8reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	VMOVUPS     64(SI), Y10
+	VFMADD231PS 64(DI), Y10, Y2
+	VMOVUPS     96(SI), Y11
+	VFMADD231PS 96(DI), Y11, Y3
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         d8loop
+
+d8reduce:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	MOVQ         CX, BX
+	ANDQ         $-4, BX
+
+d8nf:
+	TESTQ       BX, BX
+	JEQ         d8fu
+	VMOVSS      (SI), X1
+	VMULSS      (DI), X1, X1
+	VADDSS      X1, X0, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        BX
+	DECQ        CX
+	JMP         d8nf
+
+d8fu:
+	TESTQ       CX, CX
+	JEQ         d8done
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ        $4, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         d8fu
+
+d8done:
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlSgemmF32x16AVX2(a, b *float32, n int) float32
+// One output of llamafile's tinyBLAS<16>: a single 16-lane accumulator
+// over n (a multiple of 16), then _mm512_reduce_add_ps.
+TEXT ·ggmlSgemmF32x16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+s16loop:
+	CMPQ        CX, $16
+	JLT         s16reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         s16loop
+
+s16reduce:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlSgemmF32x8AVX2(a, b *float32, n int) float32
+// One output of llamafile's tinyBLAS<8>: one 8-lane accumulator, then
+// hsum(__m256): halves added, then (0+2)+(1+3).
+TEXT ·ggmlSgemmF32x8AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+
+s8loop:
+	CMPQ        CX, $8
+	JLT         s8reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         s8loop
+
+s8reduce:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlDotF16TailAVX2(x, y unsafe.Pointer, n int, sum float64) float64
+// The leftovers of ggml_vec_dot_f16: sum += float64(f32(x[i]) * f32(y[i])).
+TEXT ·ggmlDotF16TailAVX2(SB), NOSPLIT, $0-40
+	MOVQ  x+0(FP), SI
+	MOVQ  y+8(FP), DI
+	MOVQ  n+16(FP), CX
+	MOVSD sum+24(FP), X0
+
+f16tail:
+	TESTQ     CX, CX
+	JEQ       f16tdone
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X1
+	VCVTPH2PS X1, X1
+	MOVWLZX   (DI), AX
+	VMOVD     AX, X2
+	VCVTPH2PS X2, X2
+	VMULSS    X2, X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	ADDQ      $2, SI
+	ADDQ      $2, DI
+	DECQ      CX
+	JMP       f16tail
+
+f16tdone:
+	MOVSD X0, ret+32(FP)
+	RET
+
+// func ggmlMadF16AVX2(acc, v unsafe.Pointer, s float32, n int)
+// acc[i] = f16(fma(f32(v[i]), s, f32(acc[i]))) for all n: ggml_vec_mad_f16
+// as built for llama.cpp's x86 variants, whose scalar tail is fused too.
+TEXT ·ggmlMadF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ         acc+0(FP), SI
+	MOVQ         v+8(FP), DI
+	VBROADCASTSS s+16(FP), Y0
+	MOVQ         n+24(FP), CX
+
+m8loop:
+	CMPQ        CX, $8
+	JLT         m8tail
+	VCVTPH2PS   (SI), Y1
+	VCVTPH2PS   (DI), Y2
+	VFMADD231PS Y0, Y2, Y1
+	VCVTPS2PH   $0, Y1, (SI)
+	ADDQ        $16, SI
+	ADDQ        $16, DI
+	SUBQ        $8, CX
+	JMP         m8loop
+
+m8tail:
+	TESTQ       CX, CX
+	JEQ         m8done
+	MOVWLZX     (SI), AX
+	VMOVD       AX, X1
+	VCVTPH2PS   X1, X1
+	MOVWLZX     (DI), AX
+	VMOVD       AX, X2
+	VCVTPH2PS   X2, X2
+	VFMADD231SS X0, X2, X1
+	VCVTPS2PH   $0, X1, X1
+	VMOVD       X1, AX
+	MOVW        AX, (SI)
+	ADDQ        $2, SI
+	ADDQ        $2, DI
+	DECQ        CX
+	JMP         m8tail
+
+m8done:
+	VZEROUPPER
+	RET
+
+// func ggmlDotF16x16AVX2(x, y unsafe.Pointer, n int) float32
+// The vector part of ggml_vec_dot_f16 (AVX-512 builds) over n, a multiple
+// of 64: 4 accumulators x 16 lanes of converted halves, then the reduce.
+TEXT ·ggmlDotF16x16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+h16loop:
+	CMPQ        CX, $64
+	JLT         h16reduce
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS   16(SI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VFMADD231PS Y9, Y8, Y1
+	VCVTPH2PS   32(SI), Y8
+	VCVTPH2PS   32(DI), Y9
+	VFMADD231PS Y9, Y8, Y2
+	VCVTPH2PS   48(SI), Y8
+	VCVTPH2PS   48(DI), Y9
+	VFMADD231PS Y9, Y8, Y3
+	VCVTPH2PS   64(SI), Y8
+	VCVTPH2PS   64(DI), Y9
+	VFMADD231PS Y9, Y8, Y4
+	VCVTPH2PS   80(SI), Y8
+	VCVTPH2PS   80(DI), Y9
+	VFMADD231PS Y9, Y8, Y5
+	VCVTPH2PS   96(SI), Y8
+	VCVTPH2PS   96(DI), Y9
+	VFMADD231PS Y9, Y8, Y6
+	VCVTPH2PS   112(SI), Y8
+	VCVTPH2PS   112(DI), Y9
+	VFMADD231PS Y9, Y8, Y7
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $64, CX
+	JMP         h16loop
+
+h16reduce:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlDotF16x8AVX2(x, y unsafe.Pointer, n int) float32
+// The vector part of ggml_vec_dot_f16 (AVX2 builds) over n, a multiple of
+// 32: 4 accumulators x 8 lanes, reduce with two hadds.
+TEXT ·ggmlDotF16x8AVX2(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+h8loop:
+	CMPQ        CX, $32
+	JLT         h8reduce
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS   16(SI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VFMADD231PS Y9, Y8, Y1
+	VCVTPH2PS   32(SI), Y8
+	VCVTPH2PS   32(DI), Y9
+	VFMADD231PS Y9, Y8, Y2
+	VCVTPH2PS   48(SI), Y8
+	VCVTPH2PS   48(DI), Y9
+	VFMADD231PS Y9, Y8, Y3
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $32, CX
+	JMP         h8loop
+
+h8reduce:
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET

@@ -1,0 +1,123 @@
+package tensor
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// exactness tests: the assembly kernels must give the same bits as the
+// portable definitions of llama.cpp's summation orders.
+
+func randF32(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64()) * float32(math.Pow(2, float64(r.Intn(8)-4)))
+	}
+	return v
+}
+
+func TestGGMLKernelsMatchGeneric(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for _, n := range []int{1, 3, 7, 8, 12, 15, 16, 17, 31, 32, 33, 44, 63, 64, 65, 100, 128, 172, 200, 256, 300, 1000} {
+		for rep := 0; rep < 20; rep++ {
+			a, b := randF32(r, n), randF32(r, n)
+			for _, L := range []int{8, 16} {
+				want := dotF32GGMLGeneric(a, b, L)
+				var got float32
+				if L == 16 {
+					got = dotF32GGML16(a, b)
+				} else {
+					got = dotF32GGML8(a, b)
+				}
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("vec dot L=%d n=%d: %x, generic %x", L, n, got, want)
+				}
+				if n%L == 0 {
+					want = dotF32SgemmGeneric(a, b, L)
+					if L == 16 {
+						got = dotF32Sgemm16(a, b)
+					} else {
+						got = dotF32Sgemm8(a, b)
+					}
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("sgemm L=%d n=%d: %x, generic %x", L, n, got, want)
+					}
+				}
+			}
+			x16, y16 := make([]uint16, n), make([]uint16, n)
+			for i := range x16 {
+				x16[i], y16[i] = F32ToF16(a[i]), F32ToF16(b[i])
+			}
+			if got, want := dotF16GGML(x16, y16), dotF16GGMLGeneric(x16, y16); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("f16 dot n=%d: %x, generic %x", n, got, want)
+			}
+			acc1 := append([]uint16(nil), x16...)
+			acc2 := append([]uint16(nil), x16...)
+			s := float32(r.NormFloat64())
+			madF16GGML(acc1, y16, s)
+			madF16GGMLGeneric(acc2, y16, s)
+			for i := range acc1 {
+				if acc1[i] != acc2[i] {
+					t.Fatalf("mad f16 n=%d at %d: %x, generic %x", n, i, acc1[i], acc2[i])
+				}
+			}
+		}
+	}
+}
+
+func TestFMA32(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	cases := [][3]float32{
+		{1, 1, 0x1p-25},                  // exact midpoint inputs
+		{1 + 0x1p-23, 1 + 0x1p-23, -1},   // cancellation
+		{0x1p-100, 0x1p-40, 0x1p-149},    // subnormal result
+		{3, 0x1.000002p0, 0x1p-24},
+	}
+	for i := 0; i < 200000; i++ {
+		a, b := float32(r.NormFloat64()), float32(r.NormFloat64())
+		// c chosen so that a*b+c often lands near float32 midpoints
+		c := -float32(float64(a) * float64(b))
+		c += float32(r.NormFloat64()) * 0x1p-24
+		cases = append(cases, [3]float32{a, b, c})
+	}
+	for _, c := range cases {
+		got := FMA32(c[0], c[1], c[2])
+		want := fmaBig(c[0], c[1], c[2])
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("FMA32(%x, %x, %x) = %x, want %x", c[0], c[1], c[2], got, want)
+		}
+	}
+}
+
+// fmaBig rounds a*b+c once using math.FMA's exact float64 product-sum only
+// when it is exact, else by a careful comparison of neighbours.
+func fmaBig(a, b, c float32) float32 {
+	// a*b+c is exactly representable with at most ~300 bits; compare the
+	// two float32 candidates around the float64 result by exact
+	// arithmetic on float64 pieces.
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	bb := s - p
+	e := (p - (s - bb)) + (float64(c) - bb) // s + e == a*b + c exactly
+	r := float32(s)
+	lo, hi := r, r
+	if float64(r) > s || (float64(r) == s && e < 0) {
+		lo = math.Nextafter32(r, float32(math.Inf(-1)))
+	} else {
+		hi = math.Nextafter32(r, float32(math.Inf(1)))
+	}
+	// distance of each candidate to s+e, computed exactly enough in float64
+	dl := (s - float64(lo)) + e
+	dh := (float64(hi) - s) - e
+	switch {
+	case dl < dh:
+		return lo
+	case dh < dl:
+		return hi
+	}
+	if math.Float32bits(lo)&1 == 0 {
+		return lo
+	}
+	return hi
+}

@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/bench"
+	"github.com/lightllm-go/lightllm/pkg/tokenizer"
+)
+
+// benchCounters are the server's own /metrics counters that a benchmark's
+// report must agree with (issue 8).
+var benchCounters = []string{
+	"lightllm_request_success_total",
+	"lightllm_request_failure_total",
+	"lightllm_prompt_tokens_total",
+	"lightllm_generation_tokens_total",
+}
+
+// benchScrape reads the counters from the API port's /metrics; a counter
+// absent from the exposition is absent from the map.
+func benchScrape(ctx context.Context, base string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s: %v", resp.Status, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, name := range benchCounters {
+			rest, ok := strings.CutPrefix(line, name)
+			if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+				continue
+			}
+			f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+			if len(f) == 0 {
+				continue
+			}
+			if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+				out[name] += v
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestBenchAgreesWithServerMetrics runs short `lightllm bench` runs (the
+// package, as the CLI does) against the real server on stories260K, over
+// the OpenAI and the native API, and checks that the report's completed
+// requests and token totals equal what the server's own /metrics counted
+// over the same interval.
+func TestBenchAgreesWithServerMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds and launches the server")
+	}
+	models := modelsDir(t)
+	hf := filepath.Join(models, "stories260K", "hf")
+	tok, err := tokenizer.Load(hf)
+	if err != nil {
+		t.Fatalf("tokenizer: %v", err)
+	}
+	s := launch(t, buildBinaries(t), hf)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	before, err := benchScrape(ctx, s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range benchCounters {
+		if _, ok := before[name]; !ok {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	var completed, failed, input, output int
+	for i, run := range []struct {
+		api        bench.API
+		n          int
+		rate       float64
+		concurrent int
+	}{
+		{bench.APICompletions, 24, math.Inf(1), 8},
+		{bench.APILightLLM, 8, 40, 0},
+	} {
+		samples, err := bench.RandomSamples(tok, run.n, 16, 12, 0.5, uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := bench.Config{URL: s.base, API: run.api, RequestRate: run.rate, Burstiness: 1, MaxConcurrency: run.concurrent,
+			IgnoreEOS: true, Seed: uint64(i + 1), Tokenizer: tok, RequestTimeout: time.Minute}
+		rep, err := bench.Run(ctx, cfg, samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := rep.Metrics
+		t.Logf("%s: completed %d failed %d, input %d output %d tokens, mean TTFT %.1f ms, mean ITL %.1f ms",
+			run.api, m.Completed, m.Failed, m.TotalInput, m.TotalOutput, m.TTFT.Mean, m.ITL.Mean)
+		if m.Completed != run.n || m.Failed != 0 {
+			t.Fatalf("%s: completed %d of %d, failed %d (%s)", run.api, m.Completed, run.n, m.Failed, m.FirstError)
+		}
+		if !m.ServerPromptCounts {
+			t.Errorf("%s: the server reported no prompt token counts", run.api)
+		}
+		// --ignore-eos: every request generates exactly what it asked for.
+		want := 0
+		for _, sm := range samples {
+			want += sm.OutputLen
+		}
+		if m.TotalOutput != want {
+			t.Errorf("%s: %d output tokens, asked for %d with ignore_eos", run.api, m.TotalOutput, want)
+		}
+		completed, failed, input, output = completed+m.Completed, failed+m.Failed, input+m.TotalInput, output+m.TotalOutput
+	}
+
+	want := map[string]float64{
+		"lightllm_request_success_total":   float64(completed),
+		"lightllm_request_failure_total":   float64(failed),
+		"lightllm_prompt_tokens_total":     float64(input),
+		"lightllm_generation_tokens_total": float64(output),
+	}
+	// The metric role counts from events it receives asynchronously: wait
+	// for it to catch up, then require exact agreement.
+	var after map[string]float64
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if after, err = benchScrape(ctx, s.base); err != nil {
+			t.Fatal(err)
+		}
+		caught := true
+		for name, w := range want {
+			caught = caught && after[name]-before[name] >= w
+		}
+		if caught || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, name := range benchCounters {
+		got, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("/metrics has no %s after the runs", name)
+		case got-before[name] != want[name]:
+			t.Errorf("%s rose by %v over the runs; the bench reports %v", name, got-before[name], want[name])
+		}
+	}
+}
+
+// benchCompletion is one non-streaming /v1/completions answer.
+type benchCompletion struct {
+	Text   string
+	Prompt int
+	Cached int
+}
+
+func benchComplete(ctx context.Context, base, prompt string, maxTokens int, extra map[string]any) (benchCompletion, error) {
+	body := map[string]any{"model": "stories", "prompt": prompt, "max_tokens": maxTokens, "temperature": 0}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var ans struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens *int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := benchPost(ctx, base+"/v1/completions", body, &ans); err != nil {
+		return benchCompletion{}, err
+	}
+	if len(ans.Choices) != 1 || ans.Usage.PromptTokensDetails == nil || ans.Usage.PromptTokensDetails.CachedTokens == nil {
+		return benchCompletion{}, fmt.Errorf("/v1/completions: %d choices, usage %+v: no prompt_tokens_details.cached_tokens",
+			len(ans.Choices), ans.Usage)
+	}
+	return benchCompletion{Text: ans.Choices[0].Text, Prompt: ans.Usage.PromptTokens, Cached: *ans.Usage.PromptTokensDetails.CachedTokens}, nil
+}
+
+// benchNative runs /generate with return_details and returns the text and
+// the prompt_cache_len of the last token's details (the first token's may
+// be published before the infer role records the cache hit).
+func benchNative(ctx context.Context, base, prompt string, maxNew int, extra map[string]any) (string, int, error) {
+	params := map[string]any{"max_new_tokens": maxNew, "return_details": true}
+	for k, v := range extra {
+		params[k] = v
+	}
+	var ans struct {
+		GeneratedText []string `json:"generated_text"`
+		Tokens        []struct {
+			PromptCacheLen *int `json:"prompt_cache_len"`
+		} `json:"tokens"`
+	}
+	if err := benchPost(ctx, base+"/generate", map[string]any{"inputs": prompt, "parameters": params}, &ans); err != nil {
+		return "", 0, err
+	}
+	if len(ans.GeneratedText) != 1 || len(ans.Tokens) == 0 || ans.Tokens[len(ans.Tokens)-1].PromptCacheLen == nil {
+		return "", 0, fmt.Errorf("/generate: no text or no prompt_cache_len in the details: %+v", ans)
+	}
+	return ans.GeneratedText[0], *ans.Tokens[len(ans.Tokens)-1].PromptCacheLen, nil
+}
+
+func benchPost(ctx context.Context, url string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("POST %s: %w in %s", url, err, data)
+	}
+	return nil
+}
+
+// TestPromptCacheEndToEnd (issue 11) sends shared-prefix prompts and a
+// three-turn conversation (turn k+1 = turn k's prompt + its answer + new
+// text) to a server with the radix prompt cache and to one started with
+// --disable_dynamic_prompt_cache: greedy outputs must be identical, and the
+// cache hits the servers report (OpenAI usage.prompt_tokens_details.
+// cached_tokens, native prompt_cache_len) must be what the cache holds.
+func TestPromptCacheEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds and launches the server")
+	}
+	models := modelsDir(t)
+	hf := filepath.Join(models, "stories260K", "hf")
+	bin := buildBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const system = "Once upon a time, there was a little girl named Lily. She lived in a small house with her mom and dad."
+	shared := []string{system + " One day,", system + " She liked to", system + " Her best friend was a dog."}
+	turns := []string{"Tom had a red ball.", " Then the sun came out.", " They went home."}
+
+	type outcome struct {
+		texts  []string
+		cached []int
+		prompt []int
+	}
+	run := func(t *testing.T, s *server) outcome {
+		var o outcome
+		add := func(c benchCompletion) {
+			o.texts, o.cached, o.prompt = append(o.texts, c.Text), append(o.cached, c.Cached), append(o.prompt, c.Prompt)
+		}
+		for _, p := range shared {
+			c, err := benchComplete(ctx, s.base, p, 24, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(c)
+		}
+		conv := ""
+		for _, u := range turns {
+			conv += u
+			c, err := benchComplete(ctx, s.base, conv, 16, map[string]any{"ignore_eos": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(c)
+			conv += c.Text
+		}
+		// The first shared prompt again: everything but its last token is cached.
+		c, err := benchComplete(ctx, s.base, shared[0], 24, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(c)
+		return o
+	}
+
+	var on, off outcome
+	t.Run("cache on", func(t *testing.T) {
+		s := launch(t, bin, hf)
+		on = run(t, s)
+		n := len(on.cached)
+		for i := 1; i < len(shared); i++ {
+			// BOS + the system prompt's tokens are shared; each prompt's own
+			// ending is not.
+			if on.cached[i] < 20 || on.cached[i] >= on.prompt[i] {
+				t.Errorf("shared prompt %d: %d of %d tokens cached, want the common prefix", i, on.cached[i], on.prompt[i])
+			}
+		}
+		for k := 1; k < len(turns); k++ {
+			// Turn k+1 holds turn k's prompt and answer: all of that but
+			// at most a token or two where the answer's text re-encodes
+			// differently at the boundary.
+			i := len(shared) + k
+			prev := on.prompt[i-1] + 16 - 1 // the last generated token has no KV
+			if on.cached[i] < prev-2 || on.cached[i] >= on.prompt[i] {
+				t.Errorf("turn %d: %d of %d prompt tokens cached, want about %d (turn %d's prompt and answer)",
+					k+1, on.cached[i], on.prompt[i], prev, k)
+			}
+		}
+		if on.cached[n-1] != on.prompt[n-1]-1 {
+			t.Errorf("repeated prompt: %d of %d tokens cached, want all but the last", on.cached[n-1], on.prompt[n-1])
+		}
+		text, cacheLen, err := benchNative(ctx, s.base, shared[1], 8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(on.texts[1], text) || cacheLen != on.prompt[1]-1 {
+			t.Errorf("native repeat of shared prompt 1: %q, prompt_cache_len %d; want a prefix of %q and %d",
+				text, cacheLen, on.texts[1], on.prompt[1]-1)
+		}
+		t.Run("one-token request reports its hit", func(t *testing.T) {
+			c, err := benchComplete(ctx, s.base, shared[2], 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Cached != c.Prompt-1 {
+				t.Errorf("max_tokens 1 on a cached prompt: cached_tokens %d, want %d", c.Cached, c.Prompt-1)
+			}
+		})
+		t.Run("per-request disable_prompt_cache", func(t *testing.T) {
+			text, cacheLen, err := benchNative(ctx, s.base, shared[1], 8, map[string]any{"disable_prompt_cache": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cacheLen != 0 || !strings.HasPrefix(on.texts[1], text) {
+				t.Errorf("disable_prompt_cache: prompt_cache_len %d (want 0), text %q", cacheLen, text)
+			}
+		})
+	})
+	t.Run("cache off", func(t *testing.T) {
+		s := launch(t, bin, hf, "--disable_dynamic_prompt_cache")
+		off = run(t, s)
+		for i, c := range off.cached {
+			if c != 0 {
+				t.Errorf("request %d: %d cached tokens with --disable_dynamic_prompt_cache", i, c)
+			}
+		}
+		if _, cacheLen, err := benchNative(ctx, s.base, shared[1], 8, nil); err != nil || cacheLen != 0 {
+			t.Errorf("native prompt_cache_len %d with the cache off (%v)", cacheLen, err)
+		}
+	})
+	if len(on.texts) != len(off.texts) {
+		t.Fatalf("%d answers with the cache on, %d off", len(on.texts), len(off.texts))
+	}
+	for i := range on.texts {
+		if on.texts[i] != off.texts[i] || on.prompt[i] != off.prompt[i] {
+			t.Errorf("request %d: cache on %q (%d prompt tokens), off %q (%d)", i, on.texts[i], on.prompt[i], off.texts[i], off.prompt[i])
+		}
+		if on.texts[i] == "" {
+			t.Errorf("request %d: empty answer", i)
+		}
+	}
+}
