@@ -103,6 +103,9 @@ type Config struct {
 	// (vllm:num_requests_waiting, ...) on the API port's /metrics, which the
 	// Gateway API Inference Extension's endpoint picker reads out of the box.
 	MetricsVLLMCompat bool `json:"metrics_vllm_compat"`
+	// ChatTemplate is a Jinja chat template file that replaces the model's
+	// own (tokenizer_config.json / GGUF), as LightLLM's --chat_template.
+	ChatTemplate string `json:"chat_template"`
 
 	// Logging.
 	LogLevel  string `json:"log_level"`

@@ -85,6 +85,16 @@ func Resolve(in *Config, opts ResolveOptions) (*Config, error) {
 	if abs, err := filepath.Abs(c.ModelDir); err == nil {
 		c.ModelDir = abs // roles may run in another working directory
 	}
+	if c.ChatTemplate != "" {
+		abs, err := filepath.Abs(c.ChatTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("chat_template: %w", err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("chat_template: %w", err)
+		}
+		c.ChatTemplate = abs
+	}
 	info, err := ReadModelInfo(c.ModelDir)
 	if err != nil {
 		return nil, err

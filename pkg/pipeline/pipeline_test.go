@@ -33,8 +33,8 @@ func TestSizes(t *testing.T) {
 	}{
 		{256, 1024, 512, 1280},
 		{8, 0, 512, 8},
-		{256, 1024, 1 << 20, 256}, // 1 GiB of token arrays holds 256 slots of 1M tokens
-		{16, 1024, 1 << 22, 64},   // the waiting part shrinks to what 1 GiB holds
+		{256, 1024, 1 << 20, 256}, // the running part fits whatever the budget says
+		{16, 1024, 1 << 22, 31},   // the waiting part shrinks to what 1 GiB holds (8 B a token + queues)
 		{512, 0, 1 << 22, 512},    // the running part never shrinks
 	}
 	for _, k := range cases {

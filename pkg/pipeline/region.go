@@ -11,9 +11,9 @@ import (
 	"github.com/lightllm-go/lightllm/shm"
 )
 
-// maxTokenBytes bounds the shm token arrays (slots × max_req_total_len ×
-// 4 bytes): past it the waiting part of the slot table shrinks, never the
-// running part.
+// maxTokenBytes bounds the per-slot part of the region (token and logprob
+// arrays, text queue, top-logprob ring: shm.Sizes.PerSlotBytes): past it
+// the waiting part of the slot table shrinks, never the running part.
 const maxTokenBytes = 1 << 30
 
 // textQueueBytes is each slot's text queue. The apiserver drains it as
@@ -27,13 +27,15 @@ const textQueueBytes = 8192
 // max_waiting_reqs waiting, so a full table is the bounded waiting queue
 // being full.
 func Sizes(cfg *config.Config) shm.Sizes {
-	perSlot := int64(cfg.MaxReqTotalLen) * 4
+	base := shm.Sizes{MaxReqTotalLen: uint32(cfg.MaxReqTotalLen), TextQueueBytes: textQueueBytes}
+	perSlot := int64(base.PerSlotBytes())
 	slots := int64(cfg.RunningMaxReqSize) + int64(max(cfg.MaxWaitingReqs, 0))
 	if perSlot > 0 && slots*perSlot > maxTokenBytes {
 		slots = max(int64(cfg.RunningMaxReqSize), maxTokenBytes/perSlot)
 	}
 	slots = min(max(slots, 1), shm.MaxSlots)
-	return shm.Sizes{Slots: uint32(slots), MaxReqTotalLen: uint32(cfg.MaxReqTotalLen), TextQueueBytes: textQueueBytes}
+	base.Slots = uint32(slots)
+	return base
 }
 
 // RegionPath is the instance's region file.

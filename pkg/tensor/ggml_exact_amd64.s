@@ -221,12 +221,33 @@ s8reduce:
 	RET
 
 // func ggmlDotF16TailAVX2(x, y unsafe.Pointer, n int, sum float64) float64
-// The leftovers of ggml_vec_dot_f16: sum += float64(f32(x[i]) * f32(y[i])).
+// The leftovers of ggml_vec_dot_f16: sum += float64(f32(x[i]) * f32(y[i]))
+// in order. Four products are formed at once (each is exact in float32);
+// the additions stay sequential.
 TEXT ·ggmlDotF16TailAVX2(SB), NOSPLIT, $0-40
 	MOVQ  x+0(FP), SI
 	MOVQ  y+8(FP), DI
 	MOVQ  n+16(FP), CX
 	MOVSD sum+24(FP), X0
+
+f16quad:
+	CMPQ         CX, $4
+	JLT          f16tail
+	VCVTPH2PS    (SI), X1
+	VCVTPH2PS    (DI), X2
+	VMULPS       X2, X1, X1
+	VCVTPS2PD    X1, Y1
+	VADDSD       X1, X0, X0
+	VPERMILPD    $1, X1, X2
+	VADDSD       X2, X0, X0
+	VEXTRACTF128 $1, Y1, X1
+	VADDSD       X1, X0, X0
+	VPERMILPD    $1, X1, X2
+	VADDSD       X2, X0, X0
+	ADDQ         $8, SI
+	ADDQ         $8, DI
+	SUBQ         $4, CX
+	JMP          f16quad
 
 f16tail:
 	TESTQ     CX, CX
@@ -246,6 +267,7 @@ f16tail:
 	JMP       f16tail
 
 f16tdone:
+	VZEROUPPER
 	MOVSD X0, ret+32(FP)
 	RET
 

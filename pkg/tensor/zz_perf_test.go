@@ -120,17 +120,6 @@ func TestZZL1(t *testing.T) {
 	}
 	run("f16 1x1", n, func() { s += dotF16(wf16[:2*n], x[:n]) })
 	run("f16 1x3", 3*n, func() { dotF16x3(wf16[:2*n], x, &o3) })
-	{
-		wm, _ := randMatrix(t, r, F16, 64, 2048)
-		xs := randVec(r, 15*2048, 1)
-		ys := make([]float32, 15*64)
-		ctx := NewCtx(1)
-		run("f16 mm 64x2048 T15", 15*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wm, ys}) })
-		wq, _ := randMatrix(t, r, Q8_0, 64, 2048)
-		run("q8 mm 64x2048 T16", 16*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wq, ys}) })
-		wq4, _ := randMatrix(t, r, Q4_0, 64, 2048)
-		run("q4 mm 64x2048 T16", 16*64*2048/float64(n), func() { ctx.MatMul(xs, 15, Out{wq4, ys}) })
-	}
 	var acc96 [96]float32
 	run("f16 piece512", 3*512, func() { dotF16x3Part(wf16[:2*512], x, n, &acc96, nil) })
 	run("q8 1x1", n, func() { s += dotQ8(wq8[:n/QK*34], xq[:n], xd[:n/QK]) })
@@ -175,6 +164,34 @@ func TestZZStreams(t *testing.T) {
 				_ = s
 			}
 			t.Logf("streams %d chunk %d: %.2f GB/s", S, chunk, best)
+		}
+	}
+}
+
+func TestZZMM(t *testing.T) {
+	if os.Getenv("W7_PERF") == "" {
+		t.Skip("perf")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := rand.New(rand.NewPCG(1, 2))
+	ctx := NewCtx(1)
+	for _, K := range []int{2048, 5632} {
+		for _, dt := range []DType{F16, Q8_0, Q4_0} {
+			w, _ := randMatrix(t, r, dt, 64, K)
+			for _, T := range []int{4, 16, 64} {
+				xs := randVec(r, T*K, 1)
+				ys := make([]float32, T*64)
+				best := 0.0
+				for p := 0; p < 5; p++ {
+					st := cpuNow()
+					for i := 0; i < 20; i++ {
+						ctx.MatMul(xs, T, Out{w, ys})
+					}
+					best = max(best, 2*64*float64(K*T)*20/(cpuNow()-st)/1e9)
+				}
+				t.Logf("%s 64x%d T=%d: %.1f GFLOP/s", dt, K, T, best)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,7 +58,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	metricURL := "http://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MetricPort)) + "/metrics"
 	info := cfg.Redacted()
+	chatTemplate, err := loadChatTemplate(cfg.ChatTemplate)
+	if err != nil {
+		return err
+	}
 	srv, err := apiserver.New(apiserver.Options{
+		ChatTemplate:    chatTemplate,
 		ModelName:       cfg.ModelName,
 		ModelDir:        cfg.ModelDir,
 		MaxReqTotalLen:  cfg.MaxReqTotalLen,
@@ -83,4 +89,16 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	return ctx.Err()
+}
+
+// loadChatTemplate reads --chat_template; "" keeps the model's own.
+func loadChatTemplate(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("chat template: %w", err)
+	}
+	return string(b), nil
 }
