@@ -68,6 +68,7 @@ const (
 	FlagSkipSpecialTokens
 	FlagSpacesBetweenSpecialTokens
 	FlagInputPenalty
+	FlagDisablePromptCache
 )
 
 // Req.RouterMarks bits: the commands the router already wrote for this
@@ -95,6 +96,7 @@ type Params struct {
 	SkipSpecialTokens          bool
 	SpacesBetweenSpecialTokens bool
 	InputPenalty               bool
+	DisablePromptCache         bool    // neither reuse nor leave prompt-cache KV
 	StopTokenIDs               []int32 // at most MaxStopTokenIDs
 	// TopLogprobs asks infer for that many most likely alternatives per
 	// output token (0..MaxTopLogprobs), read back with ReadTop.
@@ -226,7 +228,7 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 		on  bool
 		bit uint32
 	}{{p.IgnoreEOS, FlagIgnoreEOS}, {p.DoSample, FlagDoSample}, {p.SkipSpecialTokens, FlagSkipSpecialTokens},
-		{p.SpacesBetweenSpecialTokens, FlagSpacesBetweenSpecialTokens}, {p.InputPenalty, FlagInputPenalty}} {
+		{p.SpacesBetweenSpecialTokens, FlagSpacesBetweenSpecialTokens}, {p.InputPenalty, FlagInputPenalty}, {p.DisablePromptCache, FlagDisablePromptCache}} {
 		if b.on {
 			f |= b.bit
 		}
@@ -258,6 +260,7 @@ func (s *Slot) Params() Params {
 		SkipSpecialTokens:          f&FlagSkipSpecialTokens != 0,
 		SpacesBetweenSpecialTokens: f&FlagSpacesBetweenSpecialTokens != 0,
 		InputPenalty:               f&FlagInputPenalty != 0,
+		DisablePromptCache:         f&FlagDisablePromptCache != 0,
 		TopLogprobs:                min(s.TopLogprobs.Load(), MaxTopLogprobs),
 	}
 	n := min(s.NumStopTokenIDs.Load(), MaxStopTokenIDs)

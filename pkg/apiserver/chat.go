@@ -262,7 +262,7 @@ func (s *Server) chatCollect(w http.ResponseWriter, r *http.Request, req *chatRe
 		Usage: newUsage(len(rn.group.Prompt), rn.completionTokens(), rn.cacheLen)}
 	for i, sr := range seqs {
 		if sr.reason == FinishError {
-			s.writeError(w, r, internalError("generation failed: "+sr.err))
+			s.writeError(w, r, generationFailed(sr.err))
 			return
 		}
 		c := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: sr.text}, FinishReason: string(sr.reason)}

@@ -345,7 +345,7 @@ func (s *Server) completionCollect(w http.ResponseWriter, r *http.Request, req *
 		for _, j := range bestOrder(seqs, req.n) {
 			sr := seqs[j]
 			if sr.reason == FinishError {
-				s.writeError(w, r, internalError("generation failed: "+sr.err))
+				s.writeError(w, r, generationFailed(sr.err))
 				return
 			}
 			text := sr.text

@@ -46,6 +46,10 @@ type apiError struct {
 	Param      string // "" → null
 	Code       string // "" → null
 	RetryAfter time.Duration
+	// observed: the Observer hears of this failure through RequestDone
+	// (a generation whose sequence failed), so writeError does not report
+	// it a second time through RequestFailed.
+	observed bool
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -104,6 +108,15 @@ func internalError(msg string) *apiError {
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: codeInternal, Message: msg}
 }
 
+// generationFailed answers a collected generation whose sequence ended in
+// error: the run's RequestDone (Finish holds FinishError) counts the
+// failure, this response must not count it again.
+func generationFailed(msg string) *apiError {
+	e := internalError("generation failed: " + msg)
+	e.observed = true
+	return e
+}
+
 // asAPIError turns any error into the answer for it: backend sentinels get
 // their status, anything unknown is a 500 (a bug, logged by the caller).
 func (s *Server) asAPIError(err error) *apiError {
@@ -137,7 +150,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 		s.log.Debug().Str("path", r.URL.Path).Int("status", e.Status).Str("request_id", requestIDFrom(r.Context())).
 			Msg(e.Message)
 	}
-	if s.opts.Observer != nil && !isHealthProbe(r.Context()) {
+	if s.opts.Observer != nil && !e.observed && !isHealthProbe(r.Context()) {
 		s.opts.Observer.RequestFailed(r.URL.Path, e.Status)
 	}
 	writeJSON(w, e.Status, e.body())

@@ -43,7 +43,8 @@ type Observer interface {
 	// RequestDone reports a generation request that completed.
 	RequestDone(RequestStats)
 	// RequestFailed reports every error response (LightLLM's
-	// lightllm_request_failure).
+	// lightllm_request_failure) but those for a request RequestDone
+	// reports: a failed sequence is counted there, once.
 	RequestFailed(path string, status int)
 }
 

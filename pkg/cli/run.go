@@ -49,7 +49,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.ModelPath, "model_dir", "", "model: Hugging Face directory or .gguf file")
+	f.StringVar(&o.ModelPath, "model_dir", "", "model: Hugging Face directory, .gguf file, or builtin:tiny-random (random weights, meaningless text)")
 	f.StringVar(&o.Prompt, "prompt", "", "prompt text (empty: BOS only)")
 	f.BoolVar(&o.Chat, "chat", false, "render the prompt as a user message with the model's chat template")
 	f.IntVar(&o.Threads, "threads", 0, "forward-pass threads (0: all cores)")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -15,14 +16,14 @@ func newTokenizeCmd() *cobra.Command {
 		Use:   "tokenize",
 		Short: "Tokenize a JSON array of strings read from stdin; print a JSON array of id arrays",
 		Long: "Reads a JSON array of strings on stdin and prints a JSON array of token id arrays.\n" +
-			"--model_dir is a directory with tokenizer.json (weights not needed), or a .gguf file.\n" +
+			"--model_dir is a directory with tokenizer.json (weights not needed), a .gguf file, or builtin:tiny-random.\n" +
 			"Special tokens are not added unless --add_special_tokens (HF add_special_tokens).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return errors.New("--model_dir is required")
 			}
-			tk, err := tokenizer.Load(modelDir)
+			tk, err := model.LoadTokenizer(modelDir)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&c.ShmDir, "shm_dir", c.ShmDir, "shared-memory directory (default: ${LIGHTLLM_SHM_DIR:-/dev/shm}/lightllm-<instance>)")
 	fs.StringVar(&c.RunMode, "run_mode", c.RunMode, "run mode (only normal)")
 
-	fs.StringVar(&c.ModelDir, "model_dir", c.ModelDir, "model: a Hugging Face directory or a .gguf file")
+	fs.StringVar(&c.ModelDir, "model_dir", c.ModelDir, "model: a Hugging Face directory, a .gguf file, a Hub id org/name[@rev][:file.gguf], or builtin:tiny-random (random weights built in memory, meaningless text; smoke tests)")
 	fs.StringVar(&c.ModelName, "model_name", c.ModelName, "model name reported by the API")
 	fs.StringVar(&c.DataType, "data_type", c.DataType, "fp16|bf16|fp32 (default: from the model)")
 	fs.Var(intList{&c.EosID}, "eos_id", "end-of-sequence token ids, comma separated (default: from the model)")

@@ -9,12 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/model/builtin"
 )
 
 // Model formats.
 const (
 	FormatHF   = "hf"
 	FormatGGUF = "gguf"
+	// FormatBuiltin is a random-weight model built in memory (pkg/model/builtin).
+	FormatBuiltin = "builtin"
 )
 
 // ModelInfo is the little the configuration needs to know about a model:
@@ -35,8 +39,12 @@ type ModelInfo struct {
 }
 
 // ReadModelInfo reads config.json (+ generation_config.json) of a Hugging
-// Face model directory, or the metadata of a GGUF file.
+// Face model directory, or the metadata of a GGUF file; a builtin spec
+// (builtin:NAME) is described from its table.
 func ReadModelInfo(path string) (*ModelInfo, error) {
+	if builtin.IsSpec(path) {
+		return builtinInfo(path)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/model/builtin"
 )
 
 // LightLLM's fallbacks (api_start.py, config_utils.py).
@@ -75,14 +77,17 @@ func Resolve(in *Config, opts ResolveOptions) (*Config, error) {
 		}
 		c.ModelDir = dir
 	}
-	if opts.ResolveModel != nil && !exists(c.ModelDir) {
+	// A builtin model (builtin:NAME) is built in memory by every role: no
+	// download, no path to make absolute.
+	isBuiltin := builtin.IsSpec(c.ModelDir)
+	if opts.ResolveModel != nil && !isBuiltin && !exists(c.ModelDir) {
 		dir, err := opts.ResolveModel(c.ModelDir)
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", c.ModelDir, err)
 		}
 		c.ModelDir = dir
 	}
-	if abs, err := filepath.Abs(c.ModelDir); err == nil {
+	if abs, err := filepath.Abs(c.ModelDir); err == nil && !isBuiltin {
 		c.ModelDir = abs // roles may run in another working directory
 	}
 	if c.ChatTemplate != "" {

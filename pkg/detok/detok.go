@@ -23,6 +23,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
@@ -55,7 +56,7 @@ type Tokenizer interface {
 
 // Run is the detokenizer role's body: `func main() { os.Exit(rolectl.Main(config.RoleDetokenizer, detok.Run)) }`.
 func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
-	tok, err := tokenizer.Load(cfg.ModelDir)
+	tok, err := model.LoadTokenizer(cfg.ModelDir) // a path, or a builtin:NAME model
 	if err != nil {
 		return fmt.Errorf("detokenizer: %w", err)
 	}

@@ -104,6 +104,9 @@ type Stats struct {
 	KVUsed, KVSize        int
 	KVCached, KVEvictable int
 	KVAllocated           int // pool slots allocated (requests' own + cached)
+	// CacheEvictedTokens counts prompt-cache tokens evicted to make room
+	// for requests (lightllm_cache_evicted_tokens).
+	CacheEvictedTokens uint64
 }
 
 // New builds an engine over m with a fresh KV pool.

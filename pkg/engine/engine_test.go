@@ -561,6 +561,7 @@ func TestPromptCache(t *testing.T) {
 func TestPromptCacheEvictedForRoom(t *testing.T) {
 	f := enginetest.NewFakeModel(100, 512)
 	e := newEngine(t, f, engine.Options{MaxTotalTokens: 100})
+	var evicted uint64
 	for id := uint64(1); id <= 20; id++ {
 		p := prompt(int(id), 40)
 		if err := e.Add(engine.Request{ID: id, Prompt: p, Params: greedy(20)}); err != nil {
@@ -569,9 +570,19 @@ func TestPromptCacheEvictedForRoom(t *testing.T) {
 		if got := runAll(t, e)[id].tokens; !slices.Equal(got, f.Greedy(p, 20)) {
 			t.Fatalf("request %d: %v", id, got)
 		}
-		if st := e.Stats(); st.KVCached == 0 || st.Evictions != 0 {
+		st := e.Stats()
+		if st.KVCached == 0 || st.Evictions != 0 {
 			t.Fatalf("after request %d: %+v", id, st)
 		}
+		// The first request fits beside nothing cached; every later one
+		// needs room that only evicting the cache gives.
+		if (id == 1) != (st.CacheEvictedTokens == 0) || st.CacheEvictedTokens < evicted {
+			t.Fatalf("after request %d: %d cache tokens evicted (before: %d)", id, st.CacheEvictedTokens, evicted)
+		}
+		evicted = st.CacheEvictedTokens
+	}
+	if evicted > 20*60 {
+		t.Fatalf("%d tokens evicted, more than were ever cached", evicted)
 	}
 }
 

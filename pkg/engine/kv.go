@@ -26,7 +26,9 @@ func (e *Engine) allocate(r *reqState, n int) error {
 		return nil
 	}
 	if free := e.pool.FreeCount(); free < n && e.cache != nil {
-		if _, err := e.cache.Evict(n - free); err != nil {
+		freed, err := e.cache.Evict(n - free)
+		e.stats.CacheEvictedTokens += uint64(freed)
+		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}

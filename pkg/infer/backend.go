@@ -10,7 +10,6 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
-	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -34,7 +33,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		}
 		fwd, closeFn = m, func() { m.Close() }
 	case config.BackendSynthetic:
-		tok, err := tokenizer.Load(cfg.ModelDir)
+		tok, err := model.LoadTokenizer(cfg.ModelDir)
 		if err != nil {
 			return nil, nil, fmt.Errorf("synthetic backend: %w", err)
 		}

@@ -350,7 +350,8 @@ func (w *Worker) start(index int, gen uint32) {
 		end(shm.FinishError, "bad outputs", err)
 		return
 	}
-	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: samplerParams(s.Params())}
+	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: samplerParams(s.Params()),
+		DisablePromptCache: s.Params().DisablePromptCache}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {
 			// The last published token already ended it (the previous infer
@@ -421,6 +422,8 @@ func (w *Worker) collect(outs []engine.Output) {
 			if o.Finished {
 				fin = finishStatus(o.Reason)
 			}
+			// Before Publish: a reader of this token sees the request's cache hit.
+			s.PromptCacheLen.Store(uint32(o.PromptCacheLen))
 			if err := s.SetOutput(l.out, o.Token); err != nil {
 				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("output does not fit the slot")
 				w.ex.Abort(o.ID)
@@ -485,8 +488,8 @@ func (w *Worker) publishLoad() {
 }
 
 // stepMetrics reports one engine step: LightLLM's per-method step count
-// and duration (a step with any prefill chunk counts as prefill), and
-// evictions for lack of KV.
+// and duration (a step with any prefill chunk counts as prefill),
+// evictions for lack of KV, and prompt-cache tokens evicted for room.
 func (w *Worker) stepMetrics(took time.Duration) {
 	if w.o.Metrics == nil {
 		return
@@ -500,6 +503,9 @@ func (w *Worker) stepMetrics(took time.Duration) {
 	w.o.Metrics.ObserveLabel(metrics.BatchInferenceDuration, method, took.Seconds())
 	if n := st.Evictions - w.stats.Evictions; n > 0 {
 		w.o.Metrics.Counter(metrics.RequestPreemptions, float64(n))
+	}
+	if n := st.CacheEvictedTokens - w.stats.CacheEvictedTokens; n > 0 {
+		w.o.Metrics.Counter(metrics.CacheEvictedTokens, float64(n))
 	}
 	w.stats = st
 }

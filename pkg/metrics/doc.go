@@ -33,8 +33,7 @@
 //	           queue duration (probes included: the router cannot tell
 //	           them apart), oldest wait
 //	infer      KV usage, preemptions, step count and duration by method
-//	           (prefill/decode); evicted cache tokens once pkg/engine counts
-//	           them (registered, not yet sent)
+//	           (prefill/decode), prompt-cache tokens evicted for room
 //	health     health status, GPU memory/utilization/temperature/ECC
 //
 // A sender uses the name constants; an event the registry does not know, of

@@ -20,7 +20,12 @@ type attnTask struct {
 	q     []float32 // [nTok x Heads*HeadDim], indexed by token
 	out   []float32 // [len(rows) x Heads*HeadDim]
 	// Per-worker scratch.
-	scores [][]float32 // f32 cache: [group x ctx] scores
+	scores [][]float32 // [group x ctx] scores
+	offs   [][]int     // f16 cache: offset of each key in the store [ctx]
+	ms, vs [][]float32 // f16 cache: per key rescale and weight [ctx]
+	kq     [][]float32 // tiled path: one tile of scores [faTile]
+	vkq    [][]float32 // tiled path: f32 output accumulator [HeadDim]
+	kf     [][]float32 // tiled path: one key in f32 [HeadDim]
 	qr     [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
 	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st     [][]float32 // f16 cache: running max and sum per head [2 x group]
@@ -37,17 +42,26 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 	workers := m.ctx.Pool.Threads()
 	if len(t.scores) < workers {
 		t.scores = make([][]float32, workers)
+		t.offs = make([][]int, workers)
+		t.ms, t.vs = make([][]float32, workers), make([][]float32, workers)
+		t.kq, t.vkq, t.kf = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
 		t.qr = make([][]uint16, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
 	}
 	for w := 0; w < workers; w++ {
-		if !kv.f16 && len(t.scores[w]) < group*maxCtx {
+		if len(t.scores[w]) < group*maxCtx {
 			t.scores[w] = make([]float32, group*maxCtx*5/4+64)
+		}
+		if len(t.offs[w]) < maxCtx {
+			t.offs[w] = make([]int, maxCtx*5/4+16)
+			t.ms[w], t.vs[w] = make([]float32, maxCtx*5/4+16), make([]float32, maxCtx*5/4+16)
 		}
 		if len(t.qr[w]) < group*c.HeadDim {
 			t.qr[w] = make([]uint16, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
+			t.kq[w] = make([]float32, faTile)
+			t.vkq[w], t.kf[w] = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
 			t.st[w] = make([]float32, 2*group)
 		}
 	}
@@ -72,9 +86,12 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		// The group's query heads are contiguous: g*group .. g*group+group-1.
 		qg := t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd]
 		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]
-		if t.kv.f16 {
+		switch {
+		case t.kv.f16 && t.m.useTiledFA(sq.Len):
+			t.headTiled(worker, g, slots, qg, og)
+		case t.kv.f16:
 			t.headF16(worker, g, slots, qg, og)
-		} else {
+		default:
 			t.headF32(worker, g, slots, qg, og)
 		}
 	}
@@ -96,29 +113,38 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	for i, v := range qg {
 		qb[i] = tensor.F32ToF16(v)
 	}
+	// The scores do not depend on the running softmax, so all of them are
+	// computed first (several keys at a time), then accumulated in order.
+	n := len(slots)
+	offs := t.offs[worker][:n]
+	for j, slot := range slots {
+		offs[j] = kv.off(t.layer, slot) + g*hd
+	}
+	sc := t.scores[worker][:group*n]
+	for h := 0; h < group; h++ {
+		tensor.DotF16GGMLRows(sc[h*n:(h+1)*n], kv.k16, offs, qb[h*hd:(h+1)*hd])
+	}
+	// The running maximum and every exp depend on the scores only, so the
+	// rescale (ms) and weight (vs) of each key are found first; the f16
+	// value accumulation then runs in one pass.
 	acc := t.acc[worker][:len(qg)]
 	clear(acc)
-	M, S := t.st[worker][:group], t.st[worker][group:2*group]
-	for h := range M {
-		M[h], S[h] = float32(math.Inf(-1)), 0
-	}
-	for _, slot := range slots {
-		off := kv.off(t.layer, slot) + g*hd
-		k, v := kv.k16[off:off+hd], kv.v16[off:off+hd]
-		for h := 0; h < group; h++ {
-			s := tensor.DotF16GGML(k, qb[h*hd:(h+1)*hd]) * scale
-			a := acc[h*hd : (h+1)*hd]
-			ms, vs := float32(1), float32(1)
-			if s > M[h] {
-				ms = expf(M[h] - s)
-				M[h] = s
-				tensor.ScaleF16(a, ms)
+	S := t.st[worker][:group]
+	ms, vs := t.ms[worker][:n], t.vs[worker][:n]
+	for h := 0; h < group; h++ {
+		m, sum := float32(math.Inf(-1)), float32(0)
+		for j, s := range sc[h*n : (h+1)*n] {
+			s *= scale
+			if s > m {
+				ms[j], vs[j] = expf(m-s), 1
+				m = s
 			} else {
-				vs = expf(s - M[h])
+				ms[j], vs[j] = 1, expf(s-m)
 			}
-			tensor.MadF16GGML(a, v, vs)
-			S[h] = float32(S[h]*ms) + vs
+			sum = float32(sum*ms[j]) + vs[j]
 		}
+		S[h] = sum
+		tensor.FlashAccF16(acc[h*hd:(h+1)*hd], kv.v16, offs, ms, vs)
 	}
 	for h := 0; h < group; h++ {
 		inv := float32(0)

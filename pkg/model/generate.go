@@ -162,9 +162,23 @@ func permutesRope(arch string) bool { return arch == "llama" || arch == "mistral
 // GenerateGGUF writes a random-weight model as a GGUF v3 file that
 // llama.cpp can load, with an embedded SentencePiece vocabulary.
 func GenerateGGUF(path string, o GenOptions) error {
-	dt, err := o.normalize()
+	w, err := ggufWriter(o)
 	if err != nil {
 		return err
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("gen-model: %w", err)
+	}
+	return nil
+}
+
+// ggufWriter prepares the GGUF image of a random-weight model; its tensors
+// are computed while it is written (to a file, or to memory for builtin
+// models).
+func ggufWriter(o GenOptions) (*gguf.Writer, error) {
+	dt, err := o.normalize()
+	if err != nil {
+		return nil, err
 	}
 	vocab, _ := newGenVocab(o.Vocab)
 	arch := o.Arch
@@ -236,10 +250,7 @@ func GenerateGGUF(path string, o GenOptions) error {
 			return nil
 		})
 	}
-	if err := w.WriteFile(path); err != nil {
-		return fmt.Errorf("gen-model: %w", err)
-	}
-	return nil
+	return w, nil
 }
 
 func ggufType(dt tensor.DType) gguf.GGMLType {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/model/builtin"
 	"github.com/lightllm-go/lightllm/pkg/safetensors"
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
@@ -69,8 +70,13 @@ type Model struct {
 }
 
 // Load opens a model: a Hugging Face directory (config.json +
-// safetensors) or a .gguf file. Weights stay in the mmap'd files.
+// safetensors) or a .gguf file. Weights stay in the mmap'd files. A
+// builtin spec ("builtin:tiny-random", see pkg/model/builtin) builds a
+// random-weight model in memory instead.
 func Load(path string, opts LoadOptions) (*Model, error) {
+	if builtin.IsSpec(path) {
+		return loadBuiltin(path, opts)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -85,6 +91,11 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 		m.closeFiles()
 		return nil, err
 	}
+	return m.finishLoad(opts)
+}
+
+// finishLoad sets up what every format shares once the weights are in.
+func (m *Model) finishLoad(opts LoadOptions) (*Model, error) {
 	switch opts.KVType {
 	case "", "f16":
 		m.kvF16 = true
@@ -105,6 +116,12 @@ func (m *Model) loadGGUF(path string, opts LoadOptions) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	m.closers = append(m.closers, f)
+	return m.loadGGUFFile(f, opts)
+}
+
+// loadGGUFFile loads a parsed GGUF image (mmap'd or in memory).
+func (m *Model) loadGGUFFile(f *gguf.File, opts LoadOptions) error {
+	path := f.Path
 	cfg, err := ggufConfig(f)
 	if err != nil {
 		return fmt.Errorf("model %s: %w", path, err)

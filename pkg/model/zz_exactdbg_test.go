@@ -127,9 +127,7 @@ func TestTmpExactDbg(t *testing.T) {
 			}
 			// pick the last candidate (after rope for Q/K)
 			r := cands[len(cands)-1]
-			if g.name == "Vcur" {
-				r = cands[0]
-			}
+
 			// compare the trailing rows (we may hold fewer rows)
 			n := len(g.data)
 			rd := r.data

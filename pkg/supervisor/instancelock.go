@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -171,9 +173,27 @@ func liveRegionRoles(shmDir string, skip map[int]bool, now time.Time) []string {
 		if age := rs.Since(now); age < 0 || age > regionStaleAfter {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+		if running(pid) {
 			live = append(live, fmt.Sprintf("%s pid %d", name, pid))
 		}
 	}
 	return live
+}
+
+// running reports whether pid exists and is not a zombie (a role killed a
+// moment ago may not be reaped yet).
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false // exited meanwhile
+	}
+	if err != nil {
+		return true // procfs unreadable: existence is all we know
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // comm may contain spaces and parens
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -90,6 +90,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 f16loop32:
 	CMPQ        CX, $32
 	JLT         f16loop8
+	PREFETCHT0  2048(SI)
 	VCVTPH2PS   (SI), Y4
 	VCVTPH2PS   16(SI), Y5
 	VCVTPH2PS   32(SI), Y6
@@ -217,9 +218,10 @@ TEXT ·dotQ8AVX2(SB), NOSPLIT, $0-36
 	VPSRLW    $15, Y15, Y15
 
 q8loop:
-	TESTQ   CX, CX
-	JEQ     q8done
-	VMOVDQU 2(SI), Y2
+	TESTQ      CX, CX
+	JEQ        q8done
+	PREFETCHT0 2048(SI)
+	VMOVDQU    2(SI), Y2
 	VMOVDQU (DI), Y3
 	Q8BLOCK
 	ADDQ    $34, SI

@@ -107,6 +107,53 @@ func DotF32Sgemm(a, b []float32) float32 {
 // float64.
 func DotF16GGML(x, y []uint16) float32 { return dotF16GGML(x, y[:len(x)]) }
 
+// DotF16Sgemm is one output of llamafile's tinyBLAS over IEEE halves (f16
+// weights times activations llama.cpp has converted to f16): one vector
+// accumulator of GGMLLanes() lanes. len(a) must be a multiple of
+// GGMLLanes().
+func DotF16Sgemm(a, b []uint16) float32 { return sgemmF16(a, b[:len(a)]) }
+
+func sgemmF16Generic(a, b []uint16) float32 {
+	L := ggmlLanes
+	var acc [16]float32
+	for i := 0; i+L <= len(a); i += L {
+		for l := 0; l < L; l++ {
+			acc[l] = FMA32(F16ToF32(a[i+l]), F16ToF32(b[i+l]), acc[l])
+		}
+	}
+	if L == 16 {
+		return hsum16(&acc)
+	}
+	c0, c1, c2, c3 := acc[0]+acc[4], acc[1]+acc[5], acc[2]+acc[6], acc[3]+acc[7]
+	return (c0 + c2) + (c1 + c3)
+}
+
+// DotF16GGMLRows sets out[j] = DotF16GGML(base[offs[j]:offs[j]+len(q)], q)
+// for every j (several keys against one query).
+func DotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
+	dotF16GGMLRows(out[:len(offs)], base, offs, q)
+}
+
+// FlashAccF16 is the value accumulation of ggml's flash attention over an
+// f16 cache: for each key j in order, acc = f16(acc*ms[j]) when ms[j] != 1
+// (a new running maximum: ggml_vec_scale_f16), then
+// acc = f16(fma(v[offs[j]:], vs[j], acc)) (ggml_vec_mad_f16).
+func FlashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
+	flashAccF16(acc, v, offs, ms[:len(offs)], vs[:len(offs)])
+}
+
+func flashAccF16Generic(acc, v []uint16, offs []int, ms, vs []float32) {
+	hd := len(acc)
+	for j, o := range offs {
+		if ms[j] != 1 {
+			for i, a := range acc {
+				acc[i] = F32ToF16(F16ToF32(a) * ms[j])
+			}
+		}
+		madF16GGMLGeneric(acc, v[o:o+hd], vs[j])
+	}
+}
+
 // MadF16GGML sets acc[i] = f16(fma(f32(v[i]), s, f32(acc[i]))):
 // ggml_vec_mad_f16 as built for llama.cpp's x86 variants, whose scalar
 // tail is fused like its vector loop.

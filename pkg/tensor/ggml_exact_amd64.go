@@ -27,6 +27,18 @@ func ggmlDotF16x8AVX2(x, y unsafe.Pointer, n int) float32
 func ggmlDotF16TailAVX2(x, y unsafe.Pointer, n int, sum float64) float64
 
 //go:noescape
+func ggmlDotF16Rows4AVX2(r0, r1, r2, r3, q unsafe.Pointer, n int, out *[4]float32)
+
+//go:noescape
+func ggmlFlashAccF16AVX2(acc, v unsafe.Pointer, offs *int, ms, vs *float32, n, hd int)
+
+//go:noescape
+func ggmlSgemmF16x16AVX2(a, b unsafe.Pointer, n int) float32
+
+//go:noescape
+func ggmlSgemmF16x8AVX2(a, b unsafe.Pointer, n int) float32
+
+//go:noescape
 func ggmlMadF16AVX2(acc, v unsafe.Pointer, s float32, n int)
 
 func dotF32GGML16(a, b []float32) float32 {
@@ -82,4 +94,44 @@ func madF16GGML(acc, v []uint16, s float32) {
 		return
 	}
 	ggmlMadF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), s, len(acc))
+}
+
+func dotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
+	n := len(q)
+	j := 0
+	if hasAVX2 && n > 0 && n < 4*ggmlLanes {
+		var res [4]float32
+		for ; j+4 <= len(offs); j += 4 {
+			o := offs[j : j+4 : j+4]
+			_, _, _, _ = base[o[0]+n-1], base[o[1]+n-1], base[o[2]+n-1], base[o[3]+n-1]
+			ggmlDotF16Rows4AVX2(unsafe.Pointer(&base[o[0]]), unsafe.Pointer(&base[o[1]]), unsafe.Pointer(&base[o[2]]),
+				unsafe.Pointer(&base[o[3]]), unsafe.Pointer(&q[0]), n, &res)
+			copy(out[j:j+4], res[:])
+		}
+	}
+	for ; j < len(offs); j++ {
+		out[j] = dotF16GGML(base[offs[j]:offs[j]+n], q)
+	}
+}
+
+func flashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
+	hd := len(acc)
+	if !hasAVX2 || hd%8 != 0 || len(offs) == 0 || hd == 0 {
+		flashAccF16Generic(acc, v, offs, ms, vs)
+		return
+	}
+	for _, o := range offs {
+		_ = v[o+hd-1]
+	}
+	ggmlFlashAccF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), &offs[0], &ms[0], &vs[0], len(offs), hd)
+}
+
+func sgemmF16(a, b []uint16) float32 {
+	if !hasAVX2 || len(a) == 0 {
+		return sgemmF16Generic(a, b)
+	}
+	if ggmlLanes == 16 {
+		return ggmlSgemmF16x16AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
+	}
+	return ggmlSgemmF16x8AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
 }

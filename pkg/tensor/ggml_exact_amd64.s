@@ -420,3 +420,201 @@ h8reduce:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// One element of four rows for ggmlDotF16Rows4AVX2: X8 holds q[i] as f32.
+#define ROWSTEP(R, ACC) \
+	MOVWLZX   (R)(DX*2), AX \
+	VMOVD     AX, X9        \
+	VCVTPH2PS X9, X9        \
+	VMULSS    X8, X9, X9    \
+	VCVTSS2SD X9, X9, X9    \
+	VADDSD    X9, ACC, ACC
+
+// Four elements of one row: X8 holds q[i..i+3] as f32; the products are
+// exact, their float64 additions stay in element order.
+#define ROWQUAD(R, ACC) \
+	VCVTPH2PS    (R)(DX*2), X9 \
+	VMULPS       X8, X9, X9    \
+	VCVTPS2PD    X9, Y9        \
+	VADDSD       X9, ACC, ACC  \
+	VPERMILPD    $1, X9, X10   \
+	VADDSD       X10, ACC, ACC \
+	VEXTRACTF128 $1, Y9, X9    \
+	VADDSD       X9, ACC, ACC  \
+	VPERMILPD    $1, X9, X10   \
+	VADDSD       X10, ACC, ACC
+
+// func ggmlDotF16Rows4AVX2(r0, r1, r2, r3, q unsafe.Pointer, n int, out *[4]float32)
+// ggml_vec_dot_f16 for n < one vector step (all leftovers) of four rows
+// against q at once: four independent float64 sums, each in element order.
+TEXT ·ggmlDotF16Rows4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   r0+0(FP), R8
+	MOVQ   r1+8(FP), R9
+	MOVQ   r2+16(FP), R10
+	MOVQ   r3+24(FP), R11
+	MOVQ   q+32(FP), SI
+	MOVQ   n+40(FP), CX
+	VXORPD X0, X0, X0
+	VXORPD X1, X1, X1
+	VXORPD X2, X2, X2
+	VXORPD X3, X3, X3
+	XORQ   DX, DX
+
+rows4quad:
+	LEAQ      4(DX), AX
+	CMPQ      AX, CX
+	JGT       rows4loop
+	VCVTPH2PS (SI)(DX*2), X8
+	ROWQUAD(R8, X0)
+	ROWQUAD(R9, X1)
+	ROWQUAD(R10, X2)
+	ROWQUAD(R11, X3)
+	ADDQ      $4, DX
+	JMP       rows4quad
+
+rows4loop:
+	CMPQ      DX, CX
+	JGE       rows4done
+	MOVWLZX   (SI)(DX*2), AX
+	VMOVD     AX, X8
+	VCVTPH2PS X8, X8
+	ROWSTEP(R8, X0)
+	ROWSTEP(R9, X1)
+	ROWSTEP(R10, X2)
+	ROWSTEP(R11, X3)
+	INCQ      DX
+	JMP       rows4loop
+
+rows4done:
+	MOVQ      out+48(FP), DI
+	VCVTSD2SS X0, X0, X0
+	VMOVSS    X0, (DI)
+	VCVTSD2SS X1, X1, X1
+	VMOVSS    X1, 4(DI)
+	VCVTSD2SS X2, X2, X2
+	VMOVSS    X2, 8(DI)
+	VCVTSD2SS X3, X3, X3
+	VMOVSS    X3, 12(DI)
+	VZEROUPPER
+	RET
+
+// func ggmlFlashAccF16AVX2(acc, v unsafe.Pointer, offs *int, ms, vs *float32, n, hd int)
+// The value accumulation of ggml's one-chunk flash attention over an f16
+// cache, for 8 columns at a time (columns are independent): for each key
+// j, acc = f16(acc*ms[j]) when ms[j] != 1 (ggml_vec_scale_f16 on a new
+// maximum), then acc = f16(fma(v_j, vs[j], acc)) (ggml_vec_mad_f16).
+// hd must be a multiple of 8.
+TEXT ·ggmlFlashAccF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ         acc+0(FP), DI
+	MOVQ         v+8(FP), SI
+	MOVQ         hd+48(FP), R12
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X7              // 1.0
+	XORQ         R13, R13            // column
+
+faccol:
+	CMPQ      R13, R12
+	JGE       facdone
+	VCVTPH2PS (DI)(R13*2), Y0
+	MOVQ      offs+16(FP), R8
+	MOVQ      ms+24(FP), R9
+	MOVQ      vs+32(FP), R10
+	MOVQ      n+40(FP), CX
+
+fackey:
+	TESTQ        CX, CX
+	JEQ          faccolend
+	VMOVSS       (R9), X1
+	VUCOMISS     X7, X1
+	JNE          facscale
+	JPS          facscale
+
+facmad:
+	MOVQ         (R8), R11
+	ADDQ         R13, R11
+	VCVTPH2PS    (SI)(R11*2), Y2
+	VBROADCASTSS (R10), Y1
+	VFMADD231PS  Y1, Y2, Y0
+	VCVTPS2PH    $0, Y0, X2
+	VCVTPH2PS    X2, Y0
+	ADDQ         $8, R8
+	ADDQ         $4, R9
+	ADDQ         $4, R10
+	DECQ         CX
+	JMP          fackey
+
+facscale:
+	VBROADCASTSS X1, Y1
+	VMULPS       Y1, Y0, Y0
+	VCVTPS2PH    $0, Y0, X2
+	VCVTPH2PS    X2, Y0
+	JMP          facmad
+
+faccolend:
+	VCVTPS2PH $0, Y0, (DI)(R13*2)
+	ADDQ      $8, R13
+	JMP       faccol
+
+facdone:
+	VZEROUPPER
+	RET
+
+// func ggmlSgemmF16x16AVX2(a, b unsafe.Pointer, n int) float32
+// tinyBLAS<16> over IEEE halves (llama.cpp's f16 weights times activations
+// converted to f16): one 16-lane accumulator, then _mm512_reduce_add_ps.
+TEXT ·ggmlSgemmF16x16AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+t16loop:
+	CMPQ        CX, $16
+	JLT         t16reduce
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS   16(SI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VFMADD231PS Y9, Y8, Y1
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	SUBQ        $16, CX
+	JMP         t16loop
+
+t16reduce:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET
+
+// func ggmlSgemmF16x8AVX2(a, b unsafe.Pointer, n int) float32
+// tinyBLAS<8> over IEEE halves.
+TEXT ·ggmlSgemmF16x8AVX2(SB), NOSPLIT, $0-28
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+
+t8loop:
+	CMPQ        CX, $8
+	JLT         t8reduce
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	ADDQ        $16, SI
+	ADDQ        $16, DI
+	SUBQ        $8, CX
+	JMP         t8loop
+
+t8reduce:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VZEROUPPER
+	MOVSS        X0, ret+24(FP)
+	RET

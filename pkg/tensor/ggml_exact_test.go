@@ -121,3 +121,71 @@ func fmaBig(a, b, c float32) float32 {
 	}
 	return hi
 }
+
+func TestDotF16GGMLRows(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for _, n := range []int{1, 5, 8, 16, 63, 64, 100, 128} {
+		base := make([]uint16, 40*n+7)
+		for i := range base {
+			base[i] = F32ToF16(float32(r.NormFloat64()))
+		}
+		q := make([]uint16, n)
+		for i := range q {
+			q[i] = F32ToF16(float32(r.NormFloat64()))
+		}
+		for _, rows := range []int{1, 3, 4, 7, 9, 13} {
+			offs := make([]int, rows)
+			for j := range offs {
+				offs[j] = r.Intn(len(base) - n + 1)
+			}
+			out := make([]float32, rows)
+			DotF16GGMLRows(out, base, offs, q)
+			for j, o := range offs {
+				if want := dotF16GGMLGeneric(base[o:o+n], q); math.Float32bits(out[j]) != math.Float32bits(want) {
+					t.Fatalf("n=%d row %d: %x, want %x", n, j, out[j], want)
+				}
+			}
+		}
+	}
+}
+
+func TestFlashAccF16(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, hd := range []int{8, 16, 64, 12} {
+		v := make([]uint16, 50*hd)
+		for i := range v {
+			v[i] = F32ToF16(float32(r.NormFloat64()))
+		}
+		n := 37
+		offs := make([]int, n)
+		ms, vs := make([]float32, n), make([]float32, n)
+		for j := range offs {
+			offs[j] = r.Intn(50) * hd
+			ms[j], vs[j] = 1, float32(r.Float64())
+			if r.Intn(4) == 0 {
+				ms[j], vs[j] = float32(r.Float64()), 1
+			}
+		}
+		a1, a2 := make([]uint16, hd), make([]uint16, hd)
+		FlashAccF16(a1, v, offs, ms, vs)
+		flashAccF16Generic(a2, v, offs, ms, vs)
+		for i := range a1 {
+			if a1[i] != a2[i] {
+				t.Fatalf("hd=%d col %d: %x, generic %x", hd, i, a1[i], a2[i])
+			}
+		}
+	}
+}
+
+func TestDotF16Sgemm(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	for _, n := range []int{16, 32, 64, 160, 256} {
+		a, b := make([]uint16, n), make([]uint16, n)
+		for i := range a {
+			a[i], b[i] = F32ToF16(float32(r.NormFloat64())), F32ToF16(float32(r.NormFloat64()))
+		}
+		if got, want := DotF16Sgemm(a, b), sgemmF16Generic(a, b); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("n=%d: %x, generic %x", n, got, want)
+		}
+	}
+}

@@ -1,37 +1,61 @@
-// exactness: MatMulGGML computes f32 matrix products with llama.cpp's CPU
-// rounding (see ggml_exact.go); other weight types go to MatMul.
+// exactness: MatMulGGML computes f32 and f16 matrix products with
+// llama.cpp's CPU rounding (see ggml_exact.go); other weight types go to
+// MatMul.
 
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
-// ggmlTask computes f32 outputs row by row with the exact kernels.
+// ggmlTask computes f32 / f16 outputs row by row with the exact kernels.
 type ggmlTask struct {
 	outs  [maxOuts]Out
 	n     int
 	start [maxOuts + 1]int
 	x     []float32
+	x16   []uint16 // x converted to f16 (for f16 weights), [T x cols]
 	sgemm []bool
 	T     int
 	cols  int
 }
 
 // MatMulGGML computes every out.Y = x · out.W^T like MatMul, but for f32
-// weights it reproduces llama.cpp's summation order token by token: rows
-// t with sgemm[t] set are summed as llamafile's tinyBLAS does (llama.cpp
-// uses it for a mul_mat over two or more rows when the row length is a
-// multiple of GGMLLanes() and the matrix has a multiple of 4 rows), the
-// others as ggml_vec_dot_f32 (decode). Since the choice is per token, a
-// row's result does not depend on the other rows of the batch. Non-f32
-// weights are computed by MatMul. sgemm may be nil (all false).
+// and f16 weights it reproduces llama.cpp's CPU rounding token by token.
+// llama.cpp multiplies a batch of two or more rows with llamafile's
+// tinyBLAS when the row length is a multiple of GGMLLanes() and the matrix
+// has a multiple of 4 rows, and a single row with ggml_vec_dot; the two
+// sum in different orders. Rows t with sgemm[t] set follow tinyBLAS, the
+// others ggml_vec_dot, so a row's result does not depend on the other rows
+// of the batch. For f16 weights the activations are first rounded to f16,
+// as llama.cpp does. Other weight types are computed by MatMul. sgemm may
+// be nil (all false).
 func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	if len(outs) == 0 || len(outs) > maxOuts {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
 	}
+	exact, f16 := 0, false
 	for _, o := range outs {
-		if o.W.Type != F32 {
+		switch o.W.Type {
+		case F32:
+			exact++
+		case F16:
+			exact++
+			f16 = true
+		}
+	}
+	if exact < len(outs) {
+		if exact == 0 {
 			return c.MatMul(x, T, outs...)
 		}
+		// Mixed types: each output on its own path.
+		for _, o := range outs {
+			if err := c.MatMulGGML(x, T, sgemm, o); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	cols := outs[0].W.Cols
 	if T <= 0 || len(x) < T*cols {
@@ -40,7 +64,7 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	if sgemm != nil && len(sgemm) < T {
 		return fmt.Errorf("matmul: %d sgemm flags for %d tokens", len(sgemm), T)
 	}
-	m := &ggmlTask{}
+	m := &c.gg
 	m.n, m.T, m.cols, m.x, m.sgemm = len(outs), T, cols, x[:T*cols], sgemm
 	rows := 0
 	for i, o := range outs {
@@ -53,7 +77,20 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 		rows += o.W.Rows
 	}
 	m.start[len(outs)] = rows
+	if f16 {
+		if cap(m.x16) < T*cols {
+			m.x16 = make([]uint16, T*cols)
+		}
+		m.x16 = m.x16[:T*cols]
+		for i, v := range m.x {
+			m.x16[i] = F32ToF16(v)
+		}
+	}
 	c.Pool.Run(m, rows, max(1, minChunkWork/(cols*T)))
+	for i := range m.outs[:m.n] {
+		m.outs[i] = Out{}
+	}
+	m.x, m.sgemm = nil, nil
 	return nil
 }
 
@@ -67,7 +104,20 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 		w, cols, nOut := o.W, m.cols, o.W.Rows
 		gemmOK := cols%ggmlLanes == 0 && nOut%4 == 0
 		for r := a - m.start[i]; r < b-m.start[i]; r++ {
-			row := bytesAsF32(w.Data[r*w.rowBytes : (r+1)*w.rowBytes])
+			raw := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+			if w.Type == F16 {
+				row := bytesAsU16(raw)
+				for t := 0; t < m.T; t++ {
+					xt := m.x16[t*cols : (t+1)*cols]
+					if gemmOK && m.sgemm != nil && m.sgemm[t] {
+						o.Y[t*nOut+r] = DotF16Sgemm(row, xt)
+					} else {
+						o.Y[t*nOut+r] = DotF16GGML(row, xt)
+					}
+				}
+				continue
+			}
+			row := bytesAsF32(raw)
 			for t := 0; t < m.T; t++ {
 				xt := m.x[t*cols : (t+1)*cols]
 				if gemmOK && m.sgemm != nil && m.sgemm[t] {
@@ -78,4 +128,12 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 			}
 		}
 	}
+}
+
+// bytesAsU16 views little-endian 16-bit values without copying.
+func bytesAsU16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }

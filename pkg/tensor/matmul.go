@@ -1,3 +1,6 @@
+// exactness: Ctx holds the state of MatMulGGML (ggml_matmul.go), which
+// reproduces llama.cpp's rounding for f32/f16 weights.
+
 package tensor
 
 import "fmt"
@@ -49,6 +52,7 @@ type Ctx struct {
 	xt   []byte // q8_0 activation tiles (VNNI kernels)
 	acc  [][]float32
 	mm   mmTask
+	gg   ggmlTask // exactness: state of MatMulGGML (ggml_matmul.go)
 }
 
 // NewCtx creates a context with its own pool of threads workers

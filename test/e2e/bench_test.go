@@ -311,6 +311,7 @@ func TestPromptCacheEndToEnd(t *testing.T) {
 	t.Run("cache on", func(t *testing.T) {
 		s := launch(t, bin, hf)
 		on = run(t, s)
+		t.Logf("prompt tokens %v, cached %v", on.prompt, on.cached)
 		n := len(on.cached)
 		for i := 1; i < len(shared); i++ {
 			// BOS + the system prompt's tokens are shared; each prompt's own

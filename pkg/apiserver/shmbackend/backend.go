@@ -306,6 +306,7 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		MaxNewTokens: uint32(p.MaxNewTokens), IgnoreEOS: p.IgnoreEOS, DoSample: p.DoSample,
 		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
 		InputPenalty: p.InputPenalty, TopLogprobs: uint32(max(p.TopLogprobs, 0)),
+		DisablePromptCache: p.DisablePromptCache,
 	}
 	if p.TopK <= 0 {
 		out.TopK = -1

@@ -16,15 +16,15 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
+	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
-	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
 // Run is the apiserver role's body: the HTTP server (pkg/apiserver) over
 // this backend. `func main() { os.Exit(rolectl.Main(config.RoleAPIServer, shmbackend.Run)) }`.
 func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolectl.Controller) error {
-	tok, err := tokenizer.Load(cfg.ModelDir)
+	tok, err := model.LoadTokenizer(cfg.ModelDir) // a path, or a builtin:NAME model
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
