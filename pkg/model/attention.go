@@ -23,9 +23,8 @@ type attnTask struct {
 	scores [][]float32 // [group x ctx] scores
 	offs   [][]int     // f16 cache: offset of each key in the store [ctx]
 	ms, vs [][]float32 // f16 cache: per key rescale and weight [ctx]
-	kq     [][]float32 // tiled path: one tile of scores [faTile]
+	kq     [][]float32 // tiled path: one tile of scores [FATile]
 	vkq    [][]float32 // tiled path: f32 output accumulator [HeadDim]
-	kf     [][]float32 // tiled path: one key in f32 [HeadDim]
 	qr     [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
 	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st     [][]float32 // f16 cache: running max and sum per head [2 x group]
@@ -44,7 +43,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		t.scores = make([][]float32, workers)
 		t.offs = make([][]int, workers)
 		t.ms, t.vs = make([][]float32, workers), make([][]float32, workers)
-		t.kq, t.vkq, t.kf = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
+		t.kq, t.vkq = make([][]float32, workers), make([][]float32, workers)
 		t.qr = make([][]uint16, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
@@ -53,17 +52,19 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		if len(t.scores[w]) < group*maxCtx {
 			t.scores[w] = make([]float32, group*maxCtx*5/4+64)
 		}
-		if len(t.offs[w]) < maxCtx {
-			t.offs[w] = make([]int, maxCtx*5/4+16)
-			t.ms[w], t.vs[w] = make([]float32, maxCtx*5/4+16), make([]float32, maxCtx*5/4+16)
+		if n := max(maxCtx, tensor.FATile); len(t.offs[w]) < n {
+			t.offs[w] = make([]int, n*5/4+16)
+			t.ms[w], t.vs[w] = make([]float32, n*5/4+16), make([]float32, n*5/4+16)
 		}
 		if len(t.qr[w]) < group*c.HeadDim {
 			t.qr[w] = make([]uint16, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
-			t.kq[w] = make([]float32, faTile)
-			t.vkq[w], t.kf[w] = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
+			t.kq[w], t.vkq[w] = make([]float32, tensor.FATile), make([]float32, c.HeadDim)
 			t.st[w] = make([]float32, 2*group)
 		}
+	}
+	if kv.f16 {
+		m.packTiles(b, kv, layer)
 	}
 	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, kv, layer, rows, q, out
 	items := len(rows) * c.KVHeads
@@ -88,7 +89,7 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]
 		switch {
 		case t.kv.f16 && t.m.useTiledFA(sq.Len):
-			t.headTiled(worker, g, slots, qg, og)
+			t.headTiled(worker, g, int(t.m.s.tokSeq[tok]), slots, qg, og)
 		case t.kv.f16:
 			t.headF16(worker, g, slots, qg, og)
 		default:

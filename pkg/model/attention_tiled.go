@@ -6,17 +6,63 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
-// faTile is the key (and query) tile of ggml's tiled flash attention
-// (GGML_FA_TILE_KV, GGML_FA_TILE_Q).
-const faTile = 64
-
 // useTiledFA reports whether llama.cpp would run a sequence's attention
 // with ggml_compute_forward_flash_attn_ext_tiled: a prompt of at least
 // GGML_FA_TILE_Q tokens and a head size that is a whole number of f32
 // vectors. Its rounding differs from the one-query path (f32 queries,
 // sequential dot products, vectorised exp), so the choice must follow it.
 func (m *Model) useTiledFA(seqLen int) bool {
-	return seqLen >= faTile && m.cfg.HeadDim%m.lanes == 0
+	return seqLen >= tensor.FATile && m.cfg.HeadDim%m.lanes == 0
+}
+
+// packTiles stores, for every sequence that takes the tiled path, each
+// tile of FATile keys per KV head transposed to f32 ([HeadDim][FATile]),
+// the layout ggml packs for its score product; the tiles are shared by all
+// query rows and query heads of the sequence.
+func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
+	c, s := &m.cfg, &m.s
+	hd := c.HeadDim
+	tileSize := hd * tensor.FATile
+	if len(s.ktOff) < len(b.Seqs) {
+		s.ktOff = make([]int, len(b.Seqs)*5/4+4)
+	}
+	n := 0
+	for si, sq := range b.Seqs {
+		s.ktOff[si] = -1
+		if m.useTiledFA(sq.Len) {
+			s.ktOff[si] = n
+			n += c.KVHeads * (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile * tileSize
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if len(s.kt) < n {
+		s.kt = make([]float32, n*5/4)
+	}
+	if len(s.krow) < hd {
+		s.krow = make([]float32, hd)
+	}
+	row := s.krow[:hd]
+	for si, sq := range b.Seqs {
+		if s.ktOff[si] < 0 {
+			continue
+		}
+		tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
+		for g := 0; g < c.KVHeads; g++ {
+			for tl := 0; tl < tiles; tl++ {
+				kt := s.kt[s.ktOff[si]+(g*tiles+tl)*tileSize:][:tileSize]
+				clear(kt)
+				for j, slot := range sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))] {
+					off := kv.off(layer, slot) + g*hd
+					tensor.F16ToF32Row(row, kv.k16[off:off+hd])
+					for d, v := range row {
+						kt[d*tensor.FATile+j] = v
+					}
+				}
+			}
+		}
+	}
 }
 
 // headTiled is llama.cpp's tiled flash attention for one query row over an
@@ -27,35 +73,33 @@ func (m *Model) useTiledFA(seqLen int) bool {
 // values are accumulated in f32 with one fused multiply-add per key.
 // Keys past the query's position are masked: they add exact zeros, so only
 // the tiles up to the query's position are visited.
-func (t *attnTask) headTiled(worker, g int, slots []int32, qg, og []float32) {
-	c := &t.m.cfg
+func (t *attnTask) headTiled(worker, g, si int, slots []int32, qg, og []float32) {
+	m := t.m
+	c := &m.cfg
 	hd := c.HeadDim
 	group := len(qg) / hd
 	scale := 1 / float32(math.Sqrt(float64(hd)))
 	kv := t.kv
-	lanes := t.m.lanes
-	kq := t.kq[worker][:faTile]
+	kq := t.kq[worker][:tensor.FATile]
 	vkq := t.vkq[worker][:hd]
-	kf := t.kf[worker][:hd]
+	offs := t.offs[worker][:tensor.FATile]
+	sq := &t.b.Seqs[si]
+	tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
+	tileSize := hd * tensor.FATile
+	base := m.s.ktOff[si] + g*tiles*tileSize
 	for h := 0; h < group; h++ {
 		q := qg[h*hd : (h+1)*hd]
 		clear(vkq)
 		S, M := float32(0), float32(math.Inf(-1))
-		for t0 := 0; t0 < len(slots); t0 += faTile {
-			keys := slots[t0:min(t0+faTile, len(slots))]
-			tileMax := float32(math.Inf(-1))
-			for j, slot := range keys {
-				off := kv.off(t.layer, slot) + g*hd
-				var s float32
-				for d, kh := range kv.k16[off : off+hd] {
-					kf[d] = tensor.F16ToF32(kh)
-					s = fma32(kf[d], q[d], s)
-				}
-				kq[j] = s * scale
-				tileMax = max(tileMax, kq[j])
-			}
-			for j := len(keys); j < faTile; j++ {
+		for tl := 0; tl*tensor.FATile < len(slots); tl++ {
+			keys := slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(slots))]
+			tensor.TileKQ(kq, m.s.kt[base+tl*tileSize:][:tileSize], q, scale)
+			for j := len(keys); j < tensor.FATile; j++ {
 				kq[j] = float32(math.Inf(-1))
+			}
+			tileMax := float32(math.Inf(-1))
+			for _, v := range kq {
+				tileMax = max(tileMax, v)
 			}
 			if tileMax == float32(math.Inf(-1)) {
 				continue
@@ -69,14 +113,11 @@ func (t *attnTask) headTiled(worker, g int, slots []int32, qg, og []float32) {
 				S *= ms
 			}
 			M = Mnew
-			S = float32(float64(S) + softMaxTile(kq, M, lanes))
+			S = float32(float64(S) + softMaxTile(kq, M, m.lanes))
 			for j, slot := range keys {
-				off := kv.off(t.layer, slot) + g*hd
-				w := kq[j]
-				for d, vh := range kv.v16[off : off+hd] {
-					vkq[d] = fma32(tensor.F16ToF32(vh), w, vkq[d])
-				}
+				offs[j] = kv.off(t.layer, slot) + g*hd
 			}
+			tensor.TileVAcc(vkq, kv.v16, offs[:len(keys)], kq[:len(keys)])
 		}
 		inv := float32(0)
 		if S != 0 {
@@ -89,30 +130,24 @@ func (t *attnTask) headTiled(worker, g int, slots []int32, qg, og []float32) {
 	}
 }
 
-// softMaxTile is ggml_vec_soft_max_f32 over a tile of 64 scores: each
-// x is replaced by exp(x - max) with ggml's vectorised exp, and the sum of
-// each vector (its horizontal sum in float32) is added in float64.
+// softMaxTile is ggml_vec_soft_max_f32 over a tile of 64 scores: each x
+// is replaced by exp(x - max) with ggml's vectorised exp, and the
+// horizontal float32 sum of each vector is added in float64.
 func softMaxTile(x []float32, mx float32, lanes int) float64 {
+	for i := range x {
+		x[i] -= mx
+	}
+	tensor.VExpGGML(x, x)
 	var sum float64
-	var v [16]float32
 	for i := 0; i+lanes <= len(x); i += lanes {
-		for l := 0; l < lanes; l++ {
-			d := x[i+l] - mx
-			if lanes == 16 {
-				v[l] = vExpf16(d)
-			} else {
-				v[l] = vExpf8(d)
-			}
-			x[i+l] = v[l]
-		}
-		sum += float64(hsumLanes(&v, lanes))
+		sum += float64(hsumLanes(x[i:i+lanes], lanes))
 	}
 	return sum
 }
 
 // hsumLanes is _mm512_reduce_add_ps (16 lanes) or the 8-lane sum of
 // ggml_vec_soft_max_f32's AVX2 branch: halves folded, then (0+2)+(1+3).
-func hsumLanes(v *[16]float32, lanes int) float32 {
+func hsumLanes(v []float32, lanes int) float32 {
 	var b [8]float32
 	if lanes == 16 {
 		for l := range b {

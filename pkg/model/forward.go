@@ -39,6 +39,9 @@ type scratch struct {
 	tokSeq     []int32   // sequence index of each token
 	sgemm      []bool    // per token: llama.cpp would use its batch (sgemm) matmul
 	rowGemm    []bool    // sgemm flags of the rows computed in the last layer
+	ktOff      []int     // per sequence: start of its packed key tiles in kt (-1: none)
+	kt         []float32 // transposed f32 key tiles of the tiled attention path
+	krow       []float32 // one key converted to f32
 	rows       []int32   // token index of each row the attention computes
 	logits     []float32 // [nOut x Vocab]
 }

@@ -162,65 +162,13 @@ func sincosfReduceLarge(xi uint32) (float64, int) {
 	return float64(int64(res0)) * 0x1.921fb54442d18p-62, int(n)
 }
 
-// vExpf16 is one lane of ggml_v_expf as built for AVX-512 (llama.cpp's
-// vectorised exp in SiLU): a degree-5 polynomial and _mm512_scalef_ps.
-func vExpf16(x float32) float32 {
-	z := fma32(x, 0x1.715476p+0, 0x1.8p23)
-	n := z - 0x1.8p23
-	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
-	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)),
-		u, fma32(0x1.ffffecp-1, b, 1))
-	if abs32(n) > 192 {
-		if n <= 0 {
-			return 0
-		}
-		return float32(math.Inf(1))
-	}
-	return float32(math.Ldexp(float64(j), int(n))) // scalef: one rounding
-}
-
-// vExpf8 is one lane of ggml_v_expf as built for AVX2+FMA.
-func vExpf8(x float32) float32 {
-	z := fma32(x, 0x1.715476p+0, 0x1.8p23)
-	n := z - 0x1.8p23
-	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
-	e := math.Float32bits(z) << 23
-	k := math.Float32frombits(e + math.Float32bits(1))
-	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)),
-		u, float32(0x1.ffffecp-1*b))
-	an := abs32(n)
-	if an <= 126 {
-		return fma32(k, j, k)
-	}
-	var g uint32
-	if n <= 0 {
-		g = 0x82000000
-	}
-	s1 := math.Float32frombits(g + 0x7f000000)
-	if an > 192 {
-		return s1 * s1
-	}
-	s2 := math.Float32frombits(e - g)
-	return fma32(s2, j, s2) * s1
-}
-
 // siluRow sets y[i] = silu(x[i]) * g[i] as ggml_vec_swiglu_f32: whole
 // vectors of lanes with ggml_v_silu, the rest with expf.
 func siluRow(y, x, g []float32, lanes int) {
 	g = g[:len(x)]
 	y = y[:len(x)]
 	nv := len(x) / lanes * lanes
-	for i, v := range x[:nv] {
-		var ex float32
-		if lanes == 16 {
-			ex = vExpf16(0 - v)
-		} else {
-			ex = vExpf8(0 - v)
-		}
-		y[i] = v / (1 + ex) * g[i]
-	}
+	tensor.SwiGLUGGML(y[:nv], x[:nv], g[:nv])
 	for i := nv; i < len(x); i++ {
 		v := x[i]
 		y[i] = v / (1 + expf(-v)) * g[i]
@@ -228,5 +176,3 @@ func siluRow(y, x, g []float32, lanes int) {
 }
 
 func fma32(a, b, c float32) float32 { return tensor.FMA32(a, b, c) }
-
-func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

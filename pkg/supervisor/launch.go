@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
@@ -29,6 +31,7 @@ type LaunchOptions struct {
 // run the supervisor until ctx is cancelled (SIGTERM/SIGINT), `lightllm
 // stop`, or a fatal error.
 func Launch(ctx context.Context, flags *config.Flags, o LaunchOptions) error {
+	signal.Ignore(syscall.SIGPIPE) // see Run: a lost log reader must not kill the launcher
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}

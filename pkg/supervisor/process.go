@@ -160,10 +160,21 @@ func newSpawner(out io.Writer) *spawner {
 	return s
 }
 
+// sinkWriter passes a role's output on to the supervisor's sink and
+// swallows the sink's errors: a sink that went away (a closed terminal)
+// must not stop the copy from the role's pipe, or the role's next write
+// would kill it with SIGPIPE.
+type sinkWriter struct{ w io.Writer }
+
+func (s sinkWriter) Write(p []byte) (int, error) {
+	_, _ = s.w.Write(p)
+	return len(p), nil
+}
+
 // start is the default Options.StartProcess.
 func (s *spawner) start(spec Spec) (Process, error) {
 	tail := newTailBuffer(8 << 10)
-	w := io.MultiWriter(s.out, tail)
+	w := io.MultiWriter(sinkWriter{s.out}, tail)
 	cmd := &exec.Cmd{
 		Path:   spec.Path,
 		Args:   append([]string{spec.Path}, spec.Args...),

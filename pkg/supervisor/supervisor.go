@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,6 +186,10 @@ func New(o Options) (*Supervisor, error) {
 // the instance's shm directory and sockets before returning. A requested
 // stop returns nil.
 func (s *Supervisor) Run(ctx context.Context) (err error) {
+	// Whoever reads our log may go away (a closed terminal, `launch | head`):
+	// a write to that broken pipe must fail, not kill the supervisor and
+	// leave its roles and shm directory behind without a stop in order.
+	signal.Ignore(syscall.SIGPIPE)
 	s.mu.Lock()
 	s.started = time.Now()
 	s.mu.Unlock()

@@ -2,6 +2,9 @@
 
 package tensor
 
+// hasAVX2 is false off amd64: the portable kernels are used.
+const hasAVX2 = false
+
 // KernelName says which kernel family is in use (for logs and benchmarks).
 func KernelName() string { return "generic" }
 

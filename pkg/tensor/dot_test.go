@@ -262,7 +262,7 @@ func dotQ4ChainRef(w []byte, xq []int8, ds []float32) float32 {
 }
 
 // TestQ4x8Kernels: the packed eight-row q4_0 kernel, for one to four
-// tokens, agrees bit for bit with the chained reference on the unpacked
+// (AVX2) or eight (VNNI) tokens, agrees bit for bit with the chained reference on the unpacked
 // rows (and so with llama.cpp's repacked rounding), and closely with the
 // plain dot product.
 func TestQ4x8Kernels(t *testing.T) {
@@ -276,21 +276,18 @@ func TestQ4x8Kernels(t *testing.T) {
 			all = append(all, rows[k]...)
 		}
 		packed := packQ4x8(all, 8, n)
-		xq := make([]int8, 4*n)
-		ds := make([]float32, 4*nb)
-		xs := make([]int32, 4*nb)
-		for k := 0; k < 4; k++ {
+		const T = q4x8MaxTok
+		xq := make([]int8, T*n)
+		ds := make([]float32, T*nb)
+		xds := make([]float32, 2*T*nb)
+		for k := 0; k < T; k++ {
 			QuantizeActQ8(randVec(r, n, 2), xq[k*n:(k+1)*n], ds[k*nb:(k+1)*nb])
 		}
-		for i := range xs {
-			for _, v := range xq[i*QK : (i+1)*QK] {
-				xs[i] += 8 * int32(v)
-			}
-		}
-		for ntok := 1; ntok <= 4; ntok++ {
-			var got, gen [32]float32
-			q4x8(packed, nb, xq, ds, xs, ntok, &got)
-			q4x8Generic(packed, nb, xq, ds, ntok, &gen)
+		fillQ4Sums(xds, xq, ds)
+		for ntok := 1; ntok <= q4x8Tokens(); ntok++ {
+			var got, gen [8 * q4x8MaxTok]float32
+			q4x8(packed, nb, xq, xds, ntok, &got)
+			q4x8Generic(packed, nb, xq, xds, ntok, &gen)
 			for tok := 0; tok < ntok; tok++ {
 				x, d := xq[tok*n:(tok+1)*n], ds[tok*nb:(tok+1)*nb]
 				for k := range rows {

@@ -25,6 +25,9 @@ func TestVNNIMatchesAVX2(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("CPU without AVX-512 VNNI")
 	}
+	hasVNNI = false
+	TestQ4x8Kernels(t) // the AVX2 kernel, up to four tokens
+	hasVNNI = true
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, dt := range []DType{Q8_0, Q4_0} {
 		w, _ := randMatrix(t, r, dt, 64, 2048)

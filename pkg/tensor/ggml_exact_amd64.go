@@ -39,6 +39,21 @@ func ggmlSgemmF16x16AVX2(a, b unsafe.Pointer, n int) float32
 func ggmlSgemmF16x8AVX2(a, b unsafe.Pointer, n int) float32
 
 //go:noescape
+func ggmlTileKQAVX2(kt, q *float32, dk int, scale float32, out *float32)
+
+//go:noescape
+func ggmlTileVAccAVX2(acc *float32, v unsafe.Pointer, offs *int, w *float32, n, dv int)
+
+//go:noescape
+func ggmlF16ToF32AVX2(dst *float32, src unsafe.Pointer, n int)
+
+//go:noescape
+func ggmlVExpAVX2(y, x *float32, n, mode int)
+
+//go:noescape
+func ggmlSwigluAVX2(y, x, gate *float32, n, mode int)
+
+//go:noescape
 func ggmlMadF16AVX2(acc, v unsafe.Pointer, s float32, n int)
 
 func dotF32GGML16(a, b []float32) float32 {
@@ -134,4 +149,61 @@ func sgemmF16(a, b []uint16) float32 {
 		return ggmlSgemmF16x16AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
 	}
 	return ggmlSgemmF16x8AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
+}
+
+func tileKQ(out, kt, q []float32, scale float32) {
+	if !hasAVX2 || len(q) == 0 {
+		tileKQGeneric(out, kt, q, scale)
+		return
+	}
+	_ = kt[len(q)*FATile-1]
+	_ = out[FATile-1]
+	ggmlTileKQAVX2(&kt[0], &q[0], len(q), scale, &out[0])
+}
+
+func tileVAcc(acc []float32, v []uint16, offs []int, w []float32) {
+	dv := len(acc)
+	if !hasAVX2 || dv%8 != 0 || len(offs) == 0 || dv == 0 {
+		tileVAccGeneric(acc, v, offs, w)
+		return
+	}
+	for _, o := range offs {
+		_ = v[o+dv-1]
+	}
+	_ = w[len(offs)-1]
+	ggmlTileVAccAVX2(&acc[0], unsafe.Pointer(&v[0]), &offs[0], &w[0], len(offs), dv)
+}
+
+func f16ToF32Row(dst []float32, src []uint16) {
+	if !hasAVX2 || len(src) == 0 {
+		for i, h := range src {
+			dst[i] = F16ToF32(h)
+		}
+		return
+	}
+	_ = dst[len(src)-1]
+	ggmlF16ToF32AVX2(&dst[0], unsafe.Pointer(&src[0]), len(src))
+}
+
+func vexpGGML(y, x []float32) {
+	n := len(x) &^ 7
+	if hasAVX2 && n > 0 {
+		_ = y[n-1]
+		ggmlVExpAVX2(&y[0], &x[0], n, ggmlLanes)
+	}
+	for i := n; i < len(x); i++ {
+		y[i] = vexpLane(x[i])
+	}
+}
+
+func swigluGGML(y, x, g []float32) {
+	n := len(x) &^ 7
+	if hasAVX2 && n > 0 {
+		_, _ = y[n-1], g[n-1]
+		ggmlSwigluAVX2(&y[0], &x[0], &g[0], n, ggmlLanes)
+	}
+	for i := n; i < len(x); i++ {
+		v := x[i]
+		y[i] = v / (1 + vexpLane(0-v)) * g[i]
+	}
 }

@@ -618,3 +618,132 @@ t8reduce:
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
+
+// func ggmlTileKQAVX2(kt, q *float32, dk int, scale float32, out *float32)
+// Scores of one query against a tile of 64 keys in ggml's tiled flash
+// attention: kt is the tile transposed ([dk][64] f32), each score is a
+// fused multiply-add chain over the key dimension in order (simd_gemm),
+// then multiplied by scale (ggml_vec_scale_f32).
+TEXT ·ggmlTileKQAVX2(SB), NOSPLIT, $0-40
+	MOVQ   kt+0(FP), SI
+	MOVQ   q+8(FP), DI
+	MOVQ   dk+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+tkqloop:
+	TESTQ        CX, CX
+	JEQ          tkqdone
+	VBROADCASTSS (DI), Y8
+	VFMADD231PS  (SI), Y8, Y0
+	VFMADD231PS  32(SI), Y8, Y1
+	VFMADD231PS  64(SI), Y8, Y2
+	VFMADD231PS  96(SI), Y8, Y3
+	VFMADD231PS  128(SI), Y8, Y4
+	VFMADD231PS  160(SI), Y8, Y5
+	VFMADD231PS  192(SI), Y8, Y6
+	VFMADD231PS  224(SI), Y8, Y7
+	ADDQ         $256, SI
+	ADDQ         $4, DI
+	DECQ         CX
+	JMP          tkqloop
+
+tkqdone:
+	VBROADCASTSS scale+24(FP), Y8
+	MOVQ         out+32(FP), DI
+	VMULPS       Y8, Y0, Y0
+	VMOVUPS      Y0, (DI)
+	VMULPS       Y8, Y1, Y1
+	VMOVUPS      Y1, 32(DI)
+	VMULPS       Y8, Y2, Y2
+	VMOVUPS      Y2, 64(DI)
+	VMULPS       Y8, Y3, Y3
+	VMOVUPS      Y3, 96(DI)
+	VMULPS       Y8, Y4, Y4
+	VMOVUPS      Y4, 128(DI)
+	VMULPS       Y8, Y5, Y5
+	VMOVUPS      Y5, 160(DI)
+	VMULPS       Y8, Y6, Y6
+	VMOVUPS      Y6, 192(DI)
+	VMULPS       Y8, Y7, Y7
+	VMOVUPS      Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+// func ggmlTileVAccAVX2(acc *float32, v unsafe.Pointer, offs *int, w *float32, n, dv int)
+// The value accumulation of ggml's tiled flash attention (simd_gemm over
+// f16 values converted to f32): for each key j in order,
+// acc = fma(v_j, w[j], acc), 8 columns at a time. dv is a multiple of 8.
+TEXT ·ggmlTileVAccAVX2(SB), NOSPLIT, $0-48
+	MOVQ acc+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ dv+40(FP), R12
+	XORQ R13, R13
+
+tvcol:
+	CMPQ    R13, R12
+	JGE     tvdone
+	VMOVUPS (DI)(R13*4), Y0
+	MOVQ    offs+16(FP), R8
+	MOVQ    w+24(FP), R10
+	MOVQ    n+32(FP), CX
+
+tvkey:
+	TESTQ        CX, CX
+	JEQ          tvcolend
+	MOVQ         (R8), R11
+	ADDQ         R13, R11
+	VCVTPH2PS    (SI)(R11*2), Y2
+	VBROADCASTSS (R10), Y1
+	VFMADD231PS  Y1, Y2, Y0
+	ADDQ         $8, R8
+	ADDQ         $4, R10
+	DECQ         CX
+	JMP          tvkey
+
+tvcolend:
+	VMOVUPS Y0, (DI)(R13*4)
+	ADDQ    $8, R13
+	JMP     tvcol
+
+tvdone:
+	VZEROUPPER
+	RET
+
+// func ggmlF16ToF32AVX2(dst *float32, src unsafe.Pointer, n int)
+TEXT ·ggmlF16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+cvt8:
+	CMPQ      CX, $8
+	JLT       cvt1
+	VCVTPH2PS (SI), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	SUBQ      $8, CX
+	JMP       cvt8
+
+cvt1:
+	TESTQ     CX, CX
+	JEQ       cvtdone
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSS    X0, (DI)
+	ADDQ      $2, SI
+	ADDQ      $4, DI
+	DECQ      CX
+	JMP       cvt1
+
+cvtdone:
+	VZEROUPPER
+	RET

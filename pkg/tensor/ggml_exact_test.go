@@ -189,3 +189,72 @@ func TestDotF16Sgemm(t *testing.T) {
 		}
 	}
 }
+
+func TestTileKernels(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	for _, dk := range []int{16, 64, 128} {
+		kt, q := randF32(r, dk*FATile), randF32(r, dk)
+		o1, o2 := make([]float32, FATile), make([]float32, FATile)
+		TileKQ(o1, kt, q, 0.125)
+		tileKQGeneric(o2, kt, q, 0.125)
+		for j := range o1 {
+			if math.Float32bits(o1[j]) != math.Float32bits(o2[j]) {
+				t.Fatalf("TileKQ dk=%d key %d: %x, generic %x", dk, j, o1[j], o2[j])
+			}
+		}
+		v := make([]uint16, 70*dk)
+		for i := range v {
+			v[i] = F32ToF16(float32(r.NormFloat64()))
+		}
+		offs := make([]int, 41)
+		for j := range offs {
+			offs[j] = r.Intn(70) * dk
+		}
+		w := randF32(r, len(offs))
+		a1, a2 := randF32(r, dk), make([]float32, dk)
+		copy(a2, a1)
+		TileVAcc(a1, v, offs, w)
+		tileVAccGeneric(a2, v, offs, w)
+		for d := range a1 {
+			if math.Float32bits(a1[d]) != math.Float32bits(a2[d]) {
+				t.Fatalf("TileVAcc dk=%d col %d: %x, generic %x", dk, d, a1[d], a2[d])
+			}
+		}
+		f := make([]float32, len(v))
+		F16ToF32Row(f, v)
+		for i := range v {
+			if f[i] != F16ToF32(v[i]) {
+				t.Fatalf("F16ToF32Row at %d", i)
+			}
+		}
+	}
+}
+
+func TestVExpGGML(t *testing.T) {
+	r := rand.New(rand.NewSource(17))
+	x := make([]float32, 0, 4096)
+	for _, v := range []float32{0, -0.0, 1, -1, 88, 89, -87, -88, -100, -104, -150, 150, 200, -200, 1e-8, float32(math.Inf(-1)), float32(math.Inf(1))} {
+		x = append(x, v)
+	}
+	for len(x) < cap(x) {
+		x = append(x, float32(r.NormFloat64()*40))
+	}
+	saved := ggmlLanes
+	defer func() { ggmlLanes = saved }()
+	for _, L := range []int{16, 8} {
+		ggmlLanes = L
+		y := make([]float32, len(x))
+		VExpGGML(y, x)
+		g := randF32(r, len(x))
+		s := make([]float32, len(x))
+		SwiGLUGGML(s, x, g)
+		for i, v := range x {
+			if w := vexpLane(v); math.Float32bits(y[i]) != math.Float32bits(w) {
+				t.Fatalf("L=%d vexp(%x) = %x, lane %x", L, v, y[i], w)
+			}
+			if w := v / (1 + vexpLane(0-v)) * g[i]; math.Float32bits(s[i]) != math.Float32bits(w) && !(w != w && s[i] != s[i]) {
+				t.Fatalf("L=%d swiglu(%x) = %x, lane %x", L, v, s[i], w)
+			}
+		}
+	}
+}

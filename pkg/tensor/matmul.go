@@ -48,7 +48,7 @@ type Ctx struct {
 	Pool *Pool
 	xq   []int8
 	xd   []float32
-	xs   []int32
+	xds  []float32
 	xt   []byte // q8_0 activation tiles (VNNI kernels)
 	acc  [][]float32
 	mm   mmTask
@@ -70,8 +70,8 @@ type mmTask struct {
 	x     []float32
 	xq    []int8
 	xd    []float32
-	xs    []int32 // 8 * sum of each quantized activation block (packed q4_0)
-	xt    []byte  // activation tiles of eight tokens (q8_0 with VNNI)
+	xds   []float32   // per token and block: scale, 8*sum as int32 bits (packed q4_0)
+	xt    []byte      // activation tiles of eight tokens (q8_0 with VNNI)
 	acc   [][]float32 // per worker: f16 accumulators carried between pieces
 	T     int
 	cols  int
@@ -145,7 +145,7 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd, m.xs, m.xt, m.acc = nil, nil, nil, nil, nil, nil
+	m.x, m.xq, m.xd, m.xds, m.xt, m.acc = nil, nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -156,7 +156,7 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 	if len(c.xq) < T*cols {
 		c.xq = make([]int8, T*cols)
 		c.xd = make([]float32, T*nb)
-		c.xs = make([]int32, T*nb)
+		c.xds = make([]float32, 2*T*nb)
 	}
 	for t := 0; t < T; t++ {
 		QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*nb:(t+1)*nb])
@@ -164,14 +164,8 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 	m := &c.mm
 	m.xq, m.xd = c.xq[:T*cols], c.xd[:T*nb]
 	if sums {
-		for i := range c.xs[:T*nb] {
-			var s int32
-			for _, v := range c.xq[i*QK : (i+1)*QK] {
-				s += int32(v)
-			}
-			c.xs[i] = 8 * s
-		}
-		m.xs = c.xs[:T*nb]
+		fillQ4Sums(c.xds[:2*T*nb], c.xq[:T*cols], c.xd[:T*nb])
+		m.xds = c.xds[:2*T*nb]
 	}
 	if tiles {
 		nt := (T + q8TileTokens - 1) / q8TileTokens
@@ -333,7 +327,7 @@ func (m *mmTask) rowsF16(o *Out, acc []float32, r0, r1 int) {
 }
 
 // rowsQ4x8 computes rows [r0, r1) (multiples of 8) of a packed q4_0
-// matrix: eight rows against up to four tokens per kernel call.
+// matrix: eight rows against up to q4x8Tokens() tokens per kernel call.
 func (m *mmTask) rowsQ4x8(o *Out, r0, r1 int) {
 	w, cols, nOut := o.W, m.cols, o.W.Rows
 	nb := cols / QK
@@ -341,16 +335,17 @@ func (m *mmTask) rowsQ4x8(o *Out, r0, r1 int) {
 	perTok := cols + 8*nb
 	groupBlock := max(1, blockWeights/gb)
 	tokTile := max(4, tileActs/perTok&^3)
-	var res [32]float32
+	step := q4x8Tokens()
+	var res [8 * q4x8MaxTok]float32
 	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
 		b1 := min(r1/8, b0+groupBlock)
 		for t0 := 0; t0 < m.T; t0 += tokTile {
 			t1 := min(m.T, t0+tokTile)
 			for g := b0; g < b1; g++ {
 				grp := w.q4[g*gb : (g+1)*gb]
-				for t := t0; t < t1; t += 4 {
-					n := min(4, t1-t)
-					q4x8(grp, nb, m.xq[t*cols:], m.xd[t*nb:], m.xs[t*nb:], n, &res)
+				for t := t0; t < t1; t += step {
+					n := min(step, t1-t)
+					q4x8(grp, nb, m.xq[t*cols:], m.xds[2*t*nb:], n, &res)
 					for k := 0; k < n; k++ {
 						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res[8*k:8*k+8])
 					}

@@ -1,6 +1,9 @@
 package tensor
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // q4x8GroupBytes is one block column of eight q4_0 rows in the packed
 // layout: the rows' eight f16 scales, then their quants interleaved four
@@ -47,21 +50,38 @@ func q4x8Block(grp []byte, r int, x []int8) int32 {
 	return isum
 }
 
+// q4x8MaxTok is the most tokens one q4x8 call computes (the AVX2 kernel
+// does up to four).
+const q4x8MaxTok = 8
+
 // q4x8Generic computes the eight rows of a packed group (nb blocks at w)
-// against ntok activation rows (xq rows of nb*32 values, xd rows of nb
-// scales), out[c*8+r], with llama.cpp's repacked-q4_0 rounding: the same
-// numbers as dotQ4ChainGeneric on the unpacked rows.
-func q4x8Generic(w []byte, nb int, xq []int8, xd []float32, ntok int, out *[32]float32) {
+// against ntok activation rows (xq rows of nb*32 values; xds rows of nb
+// pairs: the block scale, then 8*sum of the block's values as int32 bits),
+// out[c*8+r], with llama.cpp's repacked-q4_0 rounding.
+func q4x8Generic(w []byte, nb int, xq []int8, xds []float32, ntok int, out *[8 * q4x8MaxTok]float32) {
 	for c := 0; c < ntok; c++ {
-		x, d := xq[c*nb*QK:(c+1)*nb*QK], xd[c*nb:(c+1)*nb]
+		x, d := xq[c*nb*QK:(c+1)*nb*QK], xds[2*c*nb:2*(c+1)*nb]
 		for r := 0; r < 8; r++ {
 			var acc float32
 			for b := 0; b < nb; b++ {
 				grp := w[b*q4x8GroupBytes : (b+1)*q4x8GroupBytes]
-				s := F16ToF32(binary.LittleEndian.Uint16(grp[2*r:])) * d[b]
+				s := F16ToF32(binary.LittleEndian.Uint16(grp[2*r:])) * d[2*b]
 				acc = fmaChain(q4x8Block(grp, r, x[b*QK:(b+1)*QK]), s, acc)
 			}
 			out[c*8+r] = acc
 		}
+	}
+}
+
+// fillQ4Sums sets xds (rows of nb pairs, see q4x8Generic) from quantized
+// activation rows.
+func fillQ4Sums(xds []float32, xq []int8, xd []float32) {
+	for i, d := range xd {
+		var s int32
+		for _, v := range xq[i*QK : (i+1)*QK] {
+			s += int32(v)
+		}
+		xds[2*i] = d
+		xds[2*i+1] = math.Float32frombits(uint32(8 * s))
 	}
 }

@@ -47,6 +47,8 @@ TEXT ·q8TileVNNI(SB), NOSPLIT, $0-40
 	VXORPS       Y23, Y23, Y23
 
 q8tloop:
+	// The hardware prefetcher does not keep ahead of this kernel's pace
+	// through the weights (measured: +30% with this).
 	PREFETCHT0   2048(SI)
 	VMOVDQU      2(SI), Y0
 	VPXOR        Y15, Y0, Y1

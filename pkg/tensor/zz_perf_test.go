@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )

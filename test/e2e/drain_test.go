@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -144,17 +146,24 @@ func waitGone(t *testing.T, s *server, d time.Duration) time.Duration {
 	return took
 }
 
-// TestGracefulStop is issue 9's graceful stop: SIGTERM to the supervisor
-// while long greedy streams run. New requests get 503 with Retry-After and
-// /readiness fails at once; the streams in flight complete with exactly
-// the text of an undisturbed run; then the roles stop in order and no
-// process, shm directory or socket is left.
-func TestGracefulStop(t *testing.T) {
+// TestStop covers stopping the server (issue 9), one build for all cases.
+func TestStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds and launches the server")
 	}
 	models := modelsDir(t)
 	bin := buildBinaries(t)
+	t.Run("graceful", func(t *testing.T) { gracefulStop(t, models, bin) })
+	t.Run("graceful_timeout", func(t *testing.T) { gracefulTimeout(t, models, bin) })
+	t.Run("lost_log_reader", func(t *testing.T) { lostLogReader(t, models, bin) })
+}
+
+// gracefulStop is issue 9's graceful stop: SIGTERM to the supervisor
+// while long greedy streams run. New requests get 503 with Retry-After and
+// /readiness fails at once; the streams in flight complete with exactly
+// the text of an undisturbed run; then the roles stop in order and no
+// process, shm directory or socket is left.
+func gracefulStop(t *testing.T, models, bin string) {
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"), "--graceful_timeout", "30s")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -202,15 +211,10 @@ func TestGracefulStop(t *testing.T) {
 	checkStopOrder(t, stopOrder(s.log.String()))
 }
 
-// TestGracefulTimeout: requests that outlast --graceful_timeout are cut
+// gracefulTimeout: requests that outlast --graceful_timeout are cut
 // off, and the server still stops completely soon after the deadline (the
 // synthetic backend makes the requests slow on purpose).
-func TestGracefulTimeout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: builds and launches the server")
-	}
-	models := modelsDir(t)
-	bin := buildBinaries(t)
+func gracefulTimeout(t *testing.T, models, bin string) {
 	const grace = time.Second
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"), "--graceful_timeout", grace.String(),
 		"--backend", "synthetic", "--synthetic_step_ms", "20")
@@ -250,4 +254,68 @@ func TestGracefulTimeout(t *testing.T) {
 		t.Errorf("stopping took %s with --graceful_timeout %s", total, grace)
 	}
 	checkStopOrder(t, stopOrder(s.log.String()))
+}
+
+// lostLogReader: whoever reads the launcher's output may go away (a
+// closed terminal, `lightllm launch | head`). The launcher and its roles
+// keep serving instead of dying of SIGPIPE, and SIGTERM still stops
+// everything in order and removes the shm directory.
+func lostLogReader(t *testing.T, models, bin string) {
+	port := freePort(t)
+	inst := fmt.Sprintf("e2e-%d-%d", os.Getpid(), port)
+	runBase := t.TempDir()
+	s := &server{t: t, bin: bin, instance: inst, runDir: filepath.Join(runBase, inst), shmDir: config.ShmDirFor(inst),
+		base: fmt.Sprintf("http://127.0.0.1:%d", port), log: &syncBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(filepath.Join(bin, "lightllm"), "launch", "--normal", "--model_dir",
+		filepath.Join(models, "stories260K", "hf"), "--port", strconv.Itoa(port), "--instance", inst, "--log_format", "json")
+	s.cmd.Env = append(os.Environ(), config.EnvRunDir+"="+runBase)
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = s.cmd.Stdout
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+		_ = os.RemoveAll(s.shmDir)
+	})
+	// Read the first log line, then go away.
+	if _, err := out.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	s.waitHealthy(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Every role logs while serving; none may die of it.
+	before := rolePids(s.status())
+	for range 3 {
+		if a := s.postGenerate(ctx, "", params(16)); a.err != nil || a.status != http.StatusOK || a.count != 16 {
+			t.Fatalf("/generate with no log reader: status %d, %d tokens, %v", a.status, a.count, a.err)
+		}
+	}
+	if after := rolePids(s.status()); len(after) != len(before) {
+		t.Errorf("roles %v, then %v", before, after)
+	} else {
+		for r, pid := range before {
+			if after[r] != pid {
+				t.Errorf("role %s restarted (%d → %d) with no log reader", r, pid, after[r])
+			}
+		}
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, s, 30*time.Second)
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("launcher exit status %v after SIGTERM, want 0", s.cmd.ProcessState)
+	}
 }

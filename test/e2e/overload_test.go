@@ -279,6 +279,55 @@ func TestOverload(t *testing.T) {
 			t.Errorf("after the disconnect: %d %s %v", a.status, describe(a.text), a.err)
 		}
 	})
+
+	t.Run("disconnect while queued", func(t *testing.T) {
+		// Four long streams fill running_max_req_size; a fifth request
+		// waits in the router's queue. Its client going away frees its
+		// slot while the others keep running.
+		rctx, rcancel := context.WithCancel(ctx)
+		defer rcancel()
+		p := map[string]any{"max_new_tokens": 400, "ignore_eos": true}
+		var wg sync.WaitGroup
+		for range running {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, _ = s.stream(rctx, "", p, nil)
+			}()
+		}
+		defer wg.Wait()
+		waitSlots(t, s, running, 5*time.Second)
+		qctx, qcancel := context.WithCancel(ctx)
+		queued := make(chan answer, 1)
+		go func() { queued <- s.postGenerate(qctx, "Lily", p) }()
+		waitSlots(t, s, running+1, 5*time.Second)
+		qcancel()
+		if a := <-queued; a.err == nil {
+			t.Errorf("the queued request answered %d although its client went away", a.status)
+		}
+		gone := time.Now()
+		waitSlots(t, s, running, 2*time.Second)
+		t.Logf("slot of a queued request freed %s after its client went away", time.Since(gone).Round(time.Millisecond))
+		rcancel()
+		wg.Wait()
+		waitIdle(t, s, 2*time.Second)
+	})
+}
+
+// waitSlots waits until exactly n request slots are in use.
+func waitSlots(t *testing.T, s *server, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		slots, _, ok := slotsInUse(s.shmDir)
+		if ok && slots == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots in use after %s, want %d", slots, d, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // waitIdle waits until no slot is in use and no KV token is held (the
