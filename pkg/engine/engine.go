@@ -71,6 +71,12 @@ type Engine struct {
 	running     []*reqState // sorted by arrival
 	waiting     []*reqState // sorted by arrival: paused requests and new ones
 
+	// chunk is the prefill chunk of one request: ChunkedPrefillSize, at
+	// most the step budget so that a whole chunk always fits a step.
+	chunk int
+	// slotSig[s] is the signature of the K/V held in slot s (reqState.sig).
+	slotSig []uint64
+
 	// Per-step buffers, reused so that a steady-state Step does not allocate.
 	batch     Batch
 	batchReqs []*reqState
@@ -172,6 +178,8 @@ func New(m Forwarder, opts Options) (*Engine, error) {
 		sampler: smp,
 		log:     opts.Logger,
 		reqs:    make(map[uint64]*reqState),
+		chunk:   min(opts.ChunkedPrefillSize, opts.BatchMaxTokens),
+		slotSig: make([]uint64, opts.MaxTotalTokens),
 	}, nil
 }
 
@@ -221,6 +229,7 @@ func (e *Engine) Add(r Request) error {
 		rs.eos = e.cfg.EOS
 	}
 	rs.tokens = make([]int32, 0, total+min(rs.maxNew, 4096))
+	rs.sig = make([]uint64, 0, cap(rs.tokens))
 	rs.tokens = append(append(rs.tokens, r.Prompt...), r.AlreadyGenerated...)
 	if n := len(r.AlreadyGenerated); n > 0 {
 		if n >= rs.maxNew {

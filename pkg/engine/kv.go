@@ -42,13 +42,29 @@ func (e *Engine) allocate(r *reqState, n int) error {
 
 // matchCache points a request about to be prefilled at the longest cached
 // prefix of its tokens, all but the last (whose logits must be computed).
-func (e *Engine) matchCache(r *reqState) {
+// At first admission the request adopts whatever K/V the cache holds; a
+// request being recomputed keeps only the part that replays exactly
+// (keepCached).
+func (e *Engine) matchCache(r *reqState) error {
 	if e.cache == nil || r.noCache || r.kvLen > 0 {
-		return
+		return nil
 	}
 	r.node, r.slots = e.cache.Match(r.tokens[:len(r.tokens)-1], r.slots[:0])
+	if r.cacheLen < 0 {
+		r.sig = r.sig[:0]
+		for _, sl := range r.slots {
+			r.sig = append(r.sig, e.slotSig[sl])
+		}
+	} else if keep := e.keepCached(r); keep < len(r.slots) {
+		if err := e.cache.Unlock(r.node); err != nil {
+			r.node, r.slots = nil, r.slots[:0]
+			return fmt.Errorf("engine: request %d: %w", r.id, err)
+		}
+		r.node, r.slots = e.cache.Match(r.tokens[:keep], r.slots[:0])
+	}
 	r.shared = len(r.slots)
 	r.kvLen = r.shared
+	return nil
 }
 
 // unmatchCache undoes matchCache for a request that was not admitted after all.

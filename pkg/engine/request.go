@@ -111,10 +111,17 @@ type reqState struct {
 	state     State
 	evictions int
 	// Prompt cache: slots[:shared] are the cache's, locked through node.
-	node     *kvcache.Node
-	shared   int
-	noCache  bool
-	cacheLen int // tokens matched at first admission, -1 before
+	node    *kvcache.Node
+	shared  int
+	noCache bool
+	// cacheLen is the tokens matched at first admission (-1 before). The
+	// prompt's prefill chunks start there, so it also fixes the request's
+	// chunk boundaries (see Engine.nextChunk).
+	cacheLen int
+	// sig[p] identifies how the K/V of position p were computed (see
+	// Engine.computed): a recompute keeps a cached prefix only as far as it
+	// is the very K/V the request had.
+	sig []uint64
 }
 
 func (r *reqState) generated() []int32 { return r.tokens[r.promptLen:] }

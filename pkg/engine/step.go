@@ -50,24 +50,26 @@ func (e *Engine) Step() ([]Output, error) {
 // covers their whole remaining prefill plus what admitted requests still
 // need, so that admission rarely causes evictions (the router's Past-Future
 // admission normally keeps usage below capacity anyway).
+//
+// How many tokens a request computes in a step is nextChunk's, never cut to
+// the step's budget or free KV: the model rounds a chunk by its size, so a
+// request whose chunks depended on the load would get load-dependent
+// tokens. A chunk that does not fit waits for a later step.
 func (e *Engine) plan() error {
 	b := &e.batch
 	b.Tokens, b.Positions, b.Seqs = b.Tokens[:0], b.Positions[:0], b.Seqs[:0]
 	e.batchReqs, e.logits = e.batchReqs[:0], e.logits[:0]
 	rowsUsed := 0
 	budget := e.opts.BatchMaxTokens
-	reserved := 0 // slots still to be allocated by admitted, partly prefilled requests
+	reserved := 0 // slots still to be allocated by admitted requests still prefilling or replaying
 
 	for i := 0; i < len(e.running); i++ {
 		r := e.running[i]
-		remaining := len(r.tokens) - r.kvLen
-		n := 1
-		if remaining > 1 {
-			n = min(remaining, e.opts.ChunkedPrefillSize, budget)
-			if n == 0 {
-				reserved += len(r.tokens) - len(r.slots)
-				continue
-			}
+		n := e.nextChunk(r)
+		prefill := r.kvLen < r.promptLen // only prompt chunks count against the budget
+		if prefill && n > budget {
+			reserved += len(r.tokens) - len(r.slots)
+			continue
 		}
 		need := r.kvLen + n - len(r.slots)
 		for need > e.available() && len(e.running) > i+1 {
@@ -75,28 +77,26 @@ func (e *Engine) plan() error {
 				return err
 			}
 		}
-		if free := e.available(); need > free {
-			if remaining == 1 {
-				// A decode with no newer request to take from: yield our KV to the older ones.
+		if need > e.available() {
+			if !prefill {
+				// A one-token step with no newer request to take from: yield our KV to the older ones.
 				if err := e.pause(r); err != nil {
 					return err
 				}
 				i--
 				continue
 			}
-			n = len(r.slots) - r.kvLen + free
-			need = free
-			if n == 0 {
-				continue
-			}
+			// Older requests hold the KV; they finish or, short themselves, pause this one.
+			reserved += len(r.tokens) - len(r.slots)
+			continue
 		}
 		if err := e.allocate(r, need); err != nil {
 			return err
 		}
-		if remaining > 1 {
+		if prefill {
 			budget -= n
-			reserved += len(r.tokens) - len(r.slots)
 		}
+		reserved += len(r.tokens) - len(r.slots)
 		rowsUsed = e.addSeq(r, n, rowsUsed)
 	}
 
@@ -105,13 +105,19 @@ func (e *Engine) plan() error {
 			break
 		}
 		r := e.waiting[0]
-		e.matchCache(r)
+		if err := e.matchCache(r); err != nil {
+			return err
+		}
 		remaining := len(r.tokens) - r.kvLen
 		headroom := len(e.running) // one decode token each next step
 		if r.state == StatePaused {
-			headroom *= e.opts.PausedHeadroomSteps
+			// The running requests grow by a token each step while this one
+			// replays its generated tokens, one per step.
+			headroom *= e.opts.PausedHeadroomSteps + len(r.tokens) - max(r.kvLen, r.promptLen)
 		}
-		if e.available()-reserved-headroom < remaining && len(e.running) > 0 {
+		n := e.nextChunk(r)
+		prefill := r.kvLen < r.promptLen
+		if (prefill && n > budget) || (e.available()-reserved-headroom < remaining && len(e.running) > 0) {
 			if err := e.unmatchCache(r); err != nil {
 				return err
 			}
@@ -121,15 +127,16 @@ func (e *Engine) plan() error {
 			r.cacheLen = r.kvLen
 			e.stats.CachedTokens += uint64(r.kvLen)
 		}
-		n := min(remaining, e.opts.ChunkedPrefillSize, budget)
 		if err := e.allocate(r, n); err != nil {
 			return err
 		}
 		e.waiting = slices.Delete(e.waiting, 0, 1)
 		r.state = StateRunning
 		e.running = insertByArrival(e.running, r)
-		budget -= n
-		reserved += remaining - n
+		if prefill {
+			budget -= n
+		}
+		reserved += len(r.tokens) - len(r.slots)
 		rowsUsed = e.addSeq(r, n, rowsUsed)
 	}
 	return nil
@@ -185,6 +192,7 @@ func (e *Engine) collect() error {
 	e.finished = e.finished[:0]
 	for i, seq := range e.batch.Seqs {
 		r := e.batchReqs[i]
+		e.computed(r, seq.Len)
 		r.kvLen += seq.Len
 		if !seq.WantLogits {
 			continue

@@ -27,7 +27,7 @@ type attnTask struct {
 	vkq    [][]float32 // tiled path: f32 output accumulator [HeadDim]
 	qr     [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
 	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
-	st     [][]float32 // f16 cache: running max and sum per head [2 x group]
+	st     [][]float32 // f16 cache: softmax sum per head [group]
 }
 
 func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []float32) {
@@ -60,7 +60,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 			t.qr[w] = make([]uint16, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
 			t.kq[w], t.vkq[w] = make([]float32, tensor.FATile), make([]float32, c.HeadDim)
-			t.st[w] = make([]float32, 2*group)
+			t.st[w] = make([]float32, group)
 		}
 	}
 	if kv.f16 {

@@ -40,9 +40,6 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 	if len(s.kt) < n {
 		s.kt = make([]float32, n*5/4)
 	}
-	if len(s.krow) < hd {
-		s.krow = make([]float32, hd)
-	}
 	row := s.krow[:hd]
 	for si, sq := range b.Seqs {
 		if s.ktOff[si] < 0 {

@@ -41,7 +41,7 @@ type scratch struct {
 	rowGemm    []bool    // sgemm flags of the rows computed in the last layer
 	ktOff      []int     // per sequence: start of its packed key tiles in kt (-1: none)
 	kt         []float32 // transposed f32 key tiles of the tiled attention path
-	krow       []float32 // one key converted to f32
+	krow       []float32 // one head of values (scratch)
 	rows       []int32   // token index of each row the attention computes
 	logits     []float32 // [nOut x Vocab]
 }
@@ -58,6 +58,9 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
 		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
 		s.sgemm, s.rowGemm = make([]bool, nTok), make([]bool, nTok)
+	}
+	if len(s.krow) < c.HeadDim {
+		s.krow = make([]float32, c.HeadDim)
 	}
 	if nOut > s.nOut {
 		s.nOut = nOut
@@ -167,8 +170,8 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			rmsNormRows(k, k, ly.kNorm, c.RMSEps)
 		}
 		if m.permQK {
-			interleaveHeads(q, c.HeadDim)
-			interleaveHeads(k, c.HeadDim)
+			interleaveHeads(q, c.HeadDim, s.krow)
+			interleaveHeads(k, c.HeadDim, s.krow)
 		}
 		for i := 0; i < N; i++ {
 			cs, sn := s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2]
@@ -359,13 +362,13 @@ func (m *Model) rope(x, cos, sin []float32) {
 
 // interleaveHeads reorders every head of x from rotate-half order
 // (x[i], x[i+d/2]) into adjacent pairs (x[2i], x[2i+1]): the layout
-// llama.cpp's GGUF conversion gives llama q/k weights.
-func interleaveHeads(x []float32, hd int) {
-	var tmp [512]float32
+// llama.cpp's GGUF conversion gives llama q/k weights. tmp holds hd values.
+func interleaveHeads(x []float32, hd int, tmp []float32) {
 	half := hd / 2
+	tmp = tmp[:hd]
 	for h := 0; h+hd <= len(x); h += hd {
 		v := x[h : h+hd]
-		copy(tmp[:hd], v)
+		copy(tmp, v)
 		for i := 0; i < half; i++ {
 			v[2*i], v[2*i+1] = tmp[i], tmp[i+half]
 		}

@@ -45,7 +45,7 @@ func expf(x float32) float32 {
 			return float32(math.Inf(1))
 		case x < -0x1.9fe368p6: // underflow to zero
 			return 0
-		case x < -0x1.9d1d9ep6: // may underflow: 0x1.4p-75f*0x1p-75f
+		case x < -0x1.9d1d9ep6: // may underflow: glibc returns (0x1.4p-75f)^2
 			return 0x1p-149
 		}
 	}

@@ -60,8 +60,8 @@ type Model struct {
 	kvF16      bool
 	lanes      int // f32 vector width of the llama.cpp build whose rounding we follow
 
-	ctx     *tensor.Ctx
-	s       scratch
+	ctx *tensor.Ctx
+	s   scratch
 	// trace, when set (tests only), receives intermediate activations
 	// [rows x width] under llama.cpp's tensor names.
 	trace   func(name string, layer int, data []float32)

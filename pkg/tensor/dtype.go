@@ -92,6 +92,8 @@ type Matrix struct {
 }
 
 // NewMatrix checks that data holds exactly rows x cols values of type t.
+// It has the OS map data's pages at once (see prefault), so a matrix over
+// an mmap'd file costs no page faults when first multiplied.
 func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 	if rows <= 0 || cols <= 0 {
 		return nil, fmt.Errorf("matrix %dx%d: empty", rows, cols)
@@ -104,6 +106,7 @@ func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 		return nil, fmt.Errorf("%s matrix %dx%d needs %d bytes, have %d", t, rows, cols, rows*rb, len(data))
 	}
 	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
+	prefault(data)
 	if q4Chain(m) {
 		// Like llama.cpp's CPU_REPACK buffers: a copy in the layout the
 		// kernels stream best, made once at load.

@@ -10,6 +10,7 @@ package tensor
 
 import (
 	"math"
+	"os"
 
 	"golang.org/x/sys/cpu"
 )
@@ -18,7 +19,15 @@ import (
 // on this machine: 16 where its AVX-512 builds qualify (skylakex and later,
 // zen4), else 8 (haswell / alderlake AVX2 builds). It fixes the
 // accumulation order of every exact kernel.
+// LIGHTLLM_GGML_LANES=8 or 16 overrides the detection, to reproduce a
+// llama.cpp run made with the other kind of build.
 var ggmlLanes = func() int {
+	switch os.Getenv("LIGHTLLM_GGML_LANES") {
+	case "8":
+		return 8
+	case "16":
+		return 16
+	}
 	x := cpu.X86
 	if x.HasAVX512F && x.HasAVX512CD && x.HasAVX512VL && x.HasAVX512DQ && x.HasAVX512BW {
 		return 16
@@ -175,7 +184,9 @@ func tileKQGeneric(out, kt, q []float32, scale float32) {
 
 // TileVAcc adds the weighted values of ggml's tiled flash attention:
 // for each key j in order, acc = fma(f32(v[offs[j]:]), w[j], acc).
-func TileVAcc(acc []float32, v []uint16, offs []int, w []float32) { tileVAcc(acc, v, offs, w[:len(offs)]) }
+func TileVAcc(acc []float32, v []uint16, offs []int, w []float32) {
+	tileVAcc(acc, v, offs, w[:len(offs)])
+}
 
 func tileVAccGeneric(acc []float32, v []uint16, offs []int, w []float32) {
 	for j, o := range offs {

@@ -69,9 +69,9 @@ func TestGGMLKernelsMatchGeneric(t *testing.T) {
 func TestFMA32(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	cases := [][3]float32{
-		{1, 1, 0x1p-25},                  // exact midpoint inputs
-		{1 + 0x1p-23, 1 + 0x1p-23, -1},   // cancellation
-		{0x1p-100, 0x1p-40, 0x1p-149},    // subnormal result
+		{1, 1, 0x1p-25},                // exact midpoint inputs
+		{1 + 0x1p-23, 1 + 0x1p-23, -1}, // cancellation
+		{0x1p-100, 0x1p-40, 0x1p-149},  // subnormal result
 		{3, 0x1.000002p0, 0x1p-24},
 	}
 	for i := 0; i < 200000; i++ {

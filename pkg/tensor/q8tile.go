@@ -15,7 +15,8 @@ const q8TileTokens = 8
 
 // fillQ8Tile lays out up to eight quantized activation rows (xq rows of
 // nb*32 values, xd rows of nb scales) as a tile: block b at
-// b*q8TileBlockBytes. Slots past ntok are left as they were.
+// b*q8TileBlockBytes. Slots past ntok get zero scales (the kernel
+// multiplies them but never uses the products).
 func fillQ8Tile(tile []byte, xq []int8, xd []float32, nb, ntok int) {
 	for b := 0; b < nb; b++ {
 		blk := tile[b*q8TileBlockBytes : (b+1)*q8TileBlockBytes]
@@ -31,5 +32,6 @@ func fillQ8Tile(tile []byte, xq []int8, xd []float32, nb, ntok int) {
 			}
 			binary.LittleEndian.PutUint32(blk[512+4*c:], math.Float32bits(xd[c*nb+b]))
 		}
+		clear(blk[512+4*ntok : 512+4*q8TileTokens])
 	}
 }

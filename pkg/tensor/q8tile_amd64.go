@@ -13,6 +13,17 @@ var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.Ha
 //go:noescape
 func q8TileVNNI(w unsafe.Pointer, nb int, tile unsafe.Pointer, ntok int, out *[8]float32)
 
+//go:noescape
+func q8Tile2VNNI(w unsafe.Pointer, rowBytes, nb int, tile unsafe.Pointer, ntok int, out *[16]float32)
+
+// q8Tile2 is q8Tile for two consecutive rows (rowBytes apart from w[0]):
+// out[r*8+c].
+func q8Tile2(w []byte, rowBytes, nb int, tile []byte, ntok int, out *[16]float32) {
+	_ = w[rowBytes+nb*q8BlockBytes-1]
+	_ = tile[nb*q8TileBlockBytes-1]
+	q8Tile2VNNI(unsafe.Pointer(&w[0]), rowBytes, nb, unsafe.Pointer(&tile[0]), ntok, out)
+}
+
 // q8Tile computes one q8_0 row (nb blocks) against the first ntok (1..8)
 // tokens of an activation tile (fillQ8Tile); each result equals dotQ8 of
 // that token. Only called when hasVNNI.

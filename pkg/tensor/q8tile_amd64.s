@@ -94,3 +94,107 @@ q8tnext:
 	Q8THSUM(Y23, 7)
 	VZEROUPPER
 	RET
+
+// Two rows (Y1 and Y13: weights^0x80; Y2 and Y14: their f16 scales) and
+// one token slot: the slot's quants and correction are loaded once for
+// both rows.
+#define Q8T2TOK(C, ACC0, ACC1) \
+	VMOVDQU     (32*C)(DI), Y3      \
+	VMOVDQU     (256+32*C)(DI), Y4  \
+	VMOVDQA     Y4, Y5              \
+	VPDPBUSD    Y3, Y1, Y4          \
+	VPDPBUSD    Y3, Y13, Y5         \
+	VCVTDQ2PS   Y4, Y4              \
+	VCVTDQ2PS   Y5, Y5              \
+	VMULPS.BCST (512+4*C)(DI), Y2, Y6 \
+	VMULPS.BCST (512+4*C)(DI), Y14, Y7 \
+	VFMADD231PS Y6, Y4, ACC0        \
+	VFMADD231PS Y7, Y5, ACC1
+
+// func q8Tile2VNNI(w unsafe.Pointer, rowBytes, nb int, tile unsafe.Pointer, ntok int, out *[16]float32)
+// Two consecutive rows (rowBytes apart) against the tile: out[r*8+c].
+TEXT ·q8Tile2VNNI(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), SI
+	MOVQ         rowBytes+8(FP), R8
+	MOVQ         nb+16(FP), CX
+	MOVQ         tile+24(FP), DI
+	MOVQ         ntok+32(FP), BX
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS       Y16, Y16, Y16
+	VXORPS       Y17, Y17, Y17
+	VXORPS       Y18, Y18, Y18
+	VXORPS       Y19, Y19, Y19
+	VXORPS       Y20, Y20, Y20
+	VXORPS       Y21, Y21, Y21
+	VXORPS       Y22, Y22, Y22
+	VXORPS       Y23, Y23, Y23
+	VXORPS       Y24, Y24, Y24
+	VXORPS       Y25, Y25, Y25
+	VXORPS       Y26, Y26, Y26
+	VXORPS       Y27, Y27, Y27
+	VXORPS       Y28, Y28, Y28
+	VXORPS       Y29, Y29, Y29
+	VXORPS       Y30, Y30, Y30
+	VXORPS       Y31, Y31, Y31
+
+q8t2loop:
+	PREFETCHT0   2048(SI)
+	PREFETCHT0   2048(SI)(R8*1)
+	VMOVDQU      2(SI), Y0
+	VPXOR        Y15, Y0, Y1
+	VMOVDQU      2(SI)(R8*1), Y0
+	VPXOR        Y15, Y0, Y13
+	VPBROADCASTW (SI), X2
+	VCVTPH2PS    X2, Y2
+	VPBROADCASTW (SI)(R8*1), X14
+	VCVTPH2PS    X14, Y14
+	Q8T2TOK(0, Y16, Y24)
+	CMPQ         BX, $2
+	JLT          q8t2next
+	Q8T2TOK(1, Y17, Y25)
+	CMPQ         BX, $3
+	JLT          q8t2next
+	Q8T2TOK(2, Y18, Y26)
+	CMPQ         BX, $4
+	JLT          q8t2next
+	Q8T2TOK(3, Y19, Y27)
+	CMPQ         BX, $5
+	JLT          q8t2next
+	Q8T2TOK(4, Y20, Y28)
+	CMPQ         BX, $6
+	JLT          q8t2next
+	Q8T2TOK(5, Y21, Y29)
+	CMPQ         BX, $7
+	JLT          q8t2next
+	Q8T2TOK(6, Y22, Y30)
+	CMPQ         BX, $8
+	JLT          q8t2next
+	Q8T2TOK(7, Y23, Y31)
+
+q8t2next:
+	ADDQ $34, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNE  q8t2loop
+
+	MOVQ out+40(FP), AX
+	Q8THSUM(Y16, 0)
+	Q8THSUM(Y17, 1)
+	Q8THSUM(Y18, 2)
+	Q8THSUM(Y19, 3)
+	Q8THSUM(Y20, 4)
+	Q8THSUM(Y21, 5)
+	Q8THSUM(Y22, 6)
+	Q8THSUM(Y23, 7)
+	Q8THSUM(Y24, 8)
+	Q8THSUM(Y25, 9)
+	Q8THSUM(Y26, 10)
+	Q8THSUM(Y27, 11)
+	Q8THSUM(Y28, 12)
+	Q8THSUM(Y29, 13)
+	Q8THSUM(Y30, 14)
+	Q8THSUM(Y31, 15)
+	VZEROUPPER
+	RET

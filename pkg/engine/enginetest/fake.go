@@ -24,6 +24,13 @@ type FakeModel struct {
 	// EndAfter > 0 makes EOS[0] the most likely next token whenever a sequence
 	// is a multiple of EndAfter tokens long.
 	EndAfter int
+	// ChunkRounding makes a token's K/V depend also on the chunk it was
+	// computed in (its sequence's new tokens of that Forward), as a real
+	// model's rounding does, and every later token depend on the K/V
+	// actually found in the slots, so K/V cached by another request or
+	// computed in other chunks changes the logits instead of failing. The
+	// references Logits and Greedy do not apply then: compare runs.
+	ChunkRounding bool
 	// OnForward, when set, sees every batch before it runs.
 	OnForward func(b *engine.Batch)
 	// FailAt > 0 makes the FailAt-th Forward call fail (once).
@@ -93,14 +100,15 @@ func (f *FakeModel) Forward(b *engine.Batch, _ *engine.KV, logits [][]float32) e
 				return fmt.Errorf("fake model: seq %d slot %d out of range", i, s.Slots[j])
 			}
 		}
-		// "Attention": the cached prefix must be exactly this sequence's chain.
+		// "Attention": the cached prefix must be exactly this sequence's
+		// chain (with ChunkRounding: its tokens, folded into prev).
 		prev := uint64(0)
 		for p := 0; p < first; p++ {
 			sl := s.Slots[p]
-			if !f.used[sl] || f.pos[sl] != int32(p) || f.hash[sl] != mix(prev, f.tok[sl], p) {
+			if !f.used[sl] || f.pos[sl] != int32(p) || !f.ChunkRounding && f.hash[sl] != mix(prev, f.tok[sl], p) {
 				return fmt.Errorf("%w: seq %d position %d (slot %d) does not hold this sequence's K/V", ErrFakeKV, i, p, sl)
 			}
-			prev = f.hash[sl]
+			prev = f.next(prev, f.hash[sl], p)
 		}
 		for j := 0; j < s.Len; j++ {
 			p := first + j
@@ -116,7 +124,10 @@ func (f *FakeModel) Forward(b *engine.Batch, _ *engine.KV, logits [][]float32) e
 			}
 			f.tok[sl], f.pos[sl], f.used[sl], f.stamp[sl] = t, int32(p), true, f.Calls
 			f.hash[sl] = mix(prev, t, p)
-			prev = f.hash[sl]
+			if f.ChunkRounding {
+				f.hash[sl] = mix(f.hash[sl], int32(s.Len), -2-first)
+			}
+			prev = f.next(prev, f.hash[sl], p)
 		}
 		if s.WantLogits {
 			if len(logits[i]) != f.Vocab {
@@ -129,6 +140,15 @@ func (f *FakeModel) Forward(b *engine.Batch, _ *engine.KV, logits [][]float32) e
 		return fmt.Errorf("fake model: sequences cover %d of %d tokens", next, len(b.Tokens))
 	}
 	return nil
+}
+
+// next is the state after position p whose K/V are kv: the chain hash
+// itself, or with ChunkRounding a fold of every position's K/V.
+func (f *FakeModel) next(prev, kv uint64, p int) uint64 {
+	if !f.ChunkRounding {
+		return kv
+	}
+	return mix(prev^kv, 0, -1-p)
 }
 
 // fill writes pseudo-random logits in [-4, 4) determined by the sequence hash.
