@@ -25,6 +25,7 @@ func NewRoot() *cobra.Command {
 		newGenModelCmd(),
 		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(),
 		newEPPProxyCmd(),
+		newMembwCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

@@ -8,7 +8,8 @@
 // plus generated tokens are recomputed once there is room again, so other
 // requests never fail. Every request's tokens depend only on its own prompt
 // and parameters (its random draws are keyed by seed and token index), not
-// on what else shares the batch.
+// on what else shares the batch, on KV pressure or on being recomputed or
+// resumed: a request is always computed in the same chunks (replay.go).
 package engine
 
 import (
@@ -31,8 +32,9 @@ type Options struct {
 	// BatchMaxTokens caps the prefill tokens of one step (all requests together).
 	// Default: min(MaxTotalTokens, 8192).
 	BatchMaxTokens int
-	// ChunkedPrefillSize caps the prefill tokens of one request in one step.
-	// Default: BatchMaxTokens.
+	// ChunkedPrefillSize is the prefill tokens of one request in one step
+	// (the last chunk of a prompt is shorter). Chunks are never cut to the
+	// load: the model's rounding depends on them. Default: BatchMaxTokens.
 	ChunkedPrefillSize int
 	// MaxReqTotalLen caps prompt + generated tokens of one request
 	// (max_req_total_len). Default: min(model context, MaxTotalTokens).
@@ -41,8 +43,9 @@ type Options struct {
 	// 0 means no cap beyond KV memory.
 	MaxRunningReqs int
 	// PausedHeadroomSteps: a paused request is resumed only when the free KV
-	// also covers this many decode steps of every running request, so that it
-	// is not evicted again at once. Default 16.
+	// also covers this many decode steps of every running request, plus one
+	// per generated token it replays (one a step), so that it is not evicted
+	// again at once. Default 16.
 	PausedHeadroomSteps int
 	// DisablePromptCache turns off the radix prompt cache
 	// (--disable_dynamic_prompt_cache).

@@ -59,7 +59,8 @@ func runStreams(t *testing.T, m engine.Forwarder, opts engine.Options, reqs []en
 	return got, e.Stats()
 }
 
-// sameStreams fails on the first request whose tokens differ from want.
+// sameStreams fails if any request's tokens differ from want, naming the
+// first divergence.
 func sameStreams(t *testing.T, what string, want, got map[uint64][]int32) {
 	t.Helper()
 	diverged := 0
@@ -200,29 +201,33 @@ func TestRecomputeReplaysChunks(t *testing.T) {
 	}
 }
 
-// TestRecomputeSkipsForeignCache: request 2 shares its first 20 tokens
-// with request 1, which finishes early and caches them, computed in its own
-// chunk. Request 2 is then evicted for the oldest one; its cached K/V now
-// hang below request 1's version of the shared prefix. Recomputed, it must
-// not reuse that prefix, and its tokens must match its uninterrupted run.
+// TestRecomputeSkipsForeignCache: request 2's prompt continues request
+// 1's conversation (its prompt and first generated tokens), so both hold the
+// same leading tokens but computed in other chunks: request 1 decoded some
+// of them one at a time. Request 2 is evicted, request 1 finishes and caches
+// its K/V; recomputed, request 2 must not take that prefix for its own, and
+// its tokens must match its uninterrupted run.
 func TestRecomputeSkipsForeignCache(t *testing.T) {
-	p1 := prompt(3, 20)
-	p2 := append(slices.Clone(p1), prompt(4, 11)[1:]...)
-	reqs := []engine.Request{
-		{ID: 0, Prompt: prompt(5, 10), Params: greedy(60)},
-		{ID: 1, Prompt: p1, Params: greedy(5)},
-		{ID: 2, Prompt: p2, Params: seeded(60, 9)},
-	}
-	for i := range reqs {
-		reqs[i].Params.IgnoreEOS = true
-	}
-	run := func(pool int) (map[uint64][]int32, engine.Stats) {
+	fake := func() *enginetest.FakeModel {
 		f := enginetest.NewFakeModel(100, 256)
 		f.ChunkRounding = true
-		return runStreams(t, f, engine.Options{MaxTotalTokens: pool, MaxReqTotalLen: 100, PausedHeadroomSteps: 1}, reqs)
+		return f
 	}
-	want, _ := run(1000)
-	got, st := run(120)
+	opts := engine.Options{MaxTotalTokens: 1000, MaxReqTotalLen: 100, ChunkedPrefillSize: 10, PausedHeadroomSteps: 1}
+	p1 := prompt(3, 15)
+	turn1 := engine.Request{ID: 1, Prompt: p1, Params: greedy(30)}
+	turn1.Params.IgnoreEOS = true
+	first, _ := runStreams(t, fake(), opts, []engine.Request{turn1})
+	p2 := append(append(slices.Clone(p1), first[1][:5]...), prompt(4, 6)[1:]...)
+	reqs := []engine.Request{
+		{ID: 0, Prompt: prompt(5, 10), Params: greedy(60)},
+		turn1,
+		{ID: 2, Prompt: p2, Params: seeded(60, 9)},
+	}
+	reqs[0].Params.IgnoreEOS, reqs[2].Params.IgnoreEOS = true, true
+	want, _ := runStreams(t, fake(), opts, reqs)
+	opts.MaxTotalTokens = 100
+	got, st := runStreams(t, fake(), opts, reqs)
 	if st.Evictions == 0 || st.CachedTokens != 0 {
 		t.Fatalf("expected an eviction and no cache hit at first admission: %+v", st)
 	}

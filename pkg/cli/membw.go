@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/tensor"
+)
+
+// newMembwCmd measures memory read bandwidth with the engine's worker pool:
+// the denominator of the decode roofline (bytes of weights per token over
+// bytes per second) that scripts/bench-cpu.sh reports.
+func newMembwCmd() *cobra.Command {
+	var (
+		threads, sizeMB, passes int
+		asJSON                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "membw",
+		Short: "Measure sequential memory read bandwidth with the engine's threads (decode roofline)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := tensor.MemBandwidth(threads, sizeMB<<20, passes)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				b, err := json.Marshal(map[string]any{"threads": r.Threads, "bytes": r.Bytes,
+					"read_gb_s_best": round2(r.Best()), "read_gb_s_median": round2(r.Median())})
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(out, string(b))
+				return err
+			}
+			_, err = fmt.Fprintf(out, "threads %d, %d MiB: best %.2f GB/s, median %.2f GB/s over %d passes\n",
+				r.Threads, sizeMB, r.Best(), r.Median(), len(r.GBps))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&threads, "threads", 1, "reading threads (0: all cores)")
+	f.IntVar(&sizeMB, "size_mb", 512, "buffer size in MiB (several times the last-level cache)")
+	f.IntVar(&passes, "passes", 5, "timed passes over the buffer")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

@@ -1,0 +1,42 @@
+package tensor
+
+// sgemmTok is how many tokens one sgemmF16x16 call takes.
+const sgemmTok = 5
+
+// sgemmF16Block computes, for f16 matrix w, rows [r0, r1) and the tokens
+// listed in toks, y[toks[j]*w.Rows+r] = DotF16Sgemm(row r, token j's
+// activation in f16) bit for bit (llamafile's tinyBLAS rounding in
+// llama.cpp's AVX-512 builds), four rows and five tokens per kernel call.
+// x32 holds the listed tokens' activations already rounded to f16 and
+// widened back to f32 (exact), [len(toks) x w.Cols]. Only for
+// GGMLLanes() == 16 with hasSgemmF16 and w.Cols a multiple of 16.
+func sgemmF16Block(w *Matrix, r0, r1 int, x32 []float32, toks []int, y []float32) {
+	cols, nOut, rb := w.Cols, w.Rows, w.rowBytes
+	n := len(toks)
+	rowBlock := max(4, blockWeights/rb/4*4)
+	tokTile := max(sgemmTok, tileActs/(4*cols)/sgemmTok*sgemmTok)
+	var res [4 * sgemmTok]float32
+	for b0 := r0; b0 < r1; b0 += rowBlock {
+		b1 := min(r1, b0+rowBlock)
+		for t0 := 0; t0 < n; t0 += tokTile {
+			t1 := min(n, t0+tokTile)
+			for r := b0; r < b1; {
+				nr, stride := 4, rb
+				if b1-r < 4 {
+					// The last rows one at a time: the kernel reads the
+					// row four times and the first result is kept.
+					nr, stride = 1, 0
+				}
+				rows := w.Data[r*rb : r*rb+3*stride+rb]
+				for t := t0; t < t1; t += sgemmTok {
+					nt := min(sgemmTok, t1-t)
+					sgemmF16x16(rows, stride, x32[t*cols:], cols, nt, &res)
+					for c := 0; c < nt; c++ {
+						copy(y[toks[t+c]*nOut+r:toks[t+c]*nOut+r+nr], res[4*c:4*c+nr])
+					}
+				}
+				r += nr
+			}
+		}
+	}
+}

@@ -1,0 +1,112 @@
+// f16 matrix rows times f16-rounded activations with the rounding of
+// llamafile's tinyBLAS in llama.cpp's AVX-512 builds (DotF16Sgemm for
+// GGMLLanes() == 16): per (row, token) one 16-lane accumulator of fused
+// multiply-adds over the row, then _mm512_reduce_add_ps. Here four rows and
+// up to five tokens share every load (a 16-lane accumulator is one ZMM
+// register), so a batch runs at the FMA units' pace instead of one FMA
+// chain's latency.
+
+#include "textflag.h"
+
+// _mm512_reduce_add_ps of ACC (a Z register whose low half is YACC) into
+// the float at OUT: halves added, then 128-bit halves, then (0+2)+(1+3),
+// exactly as ggmlSgemmF16x16AVX2 (ggml_exact_amd64.s).
+#define SGREDUCE(ACC, YACC, OUT) \
+	VEXTRACTF64X4 $1, ACC, Y1  \
+	VADDPS        Y1, YACC, Y0 \
+	VEXTRACTF128  $1, Y0, X1   \
+	VADDPS        X1, X0, X0   \
+	VMOVHLPS      X0, X0, X1   \
+	VADDPS        X1, X0, X0   \
+	VMOVSHDUP     X0, X1       \
+	VADDSS        X1, X0, X0   \
+	VMOVSS        X0, OUT
+
+#define SGTOK(XA, XR, A0, A1, A2, A3) \
+	VMOVUPS     XA, XR      \
+	VFMADD231PS XR, Z0, A0  \
+	VFMADD231PS XR, Z1, A1  \
+	VFMADD231PS XR, Z2, A2  \
+	VFMADD231PS XR, Z3, A3
+
+// func sgemmF16x16AVX512(w unsafe.Pointer, rowBytes int, x *float32, xstride, n, ntok int, out *[20]float32)
+// Four f16 rows (rowBytes apart) against ntok (1..5) f32 rows holding
+// f16 values (xstride bytes apart), n a multiple of 16. out[c*4+r].
+TEXT ·sgemmF16x16AVX512(SB), NOSPLIT, $0-56
+	MOVQ    w+0(FP), SI
+	MOVQ    rowBytes+8(FP), R8
+	MOVQ    x+16(FP), DI
+	MOVQ    xstride+24(FP), R10
+	MOVQ    n+32(FP), CX
+	MOVQ    ntok+40(FP), BX
+	LEAQ    (R8)(R8*2), R9
+	LEAQ    (R10)(R10*2), R11
+	VXORPS  Z8, Z8, Z8
+	VXORPS  Z9, Z9, Z9
+	VXORPS  Z10, Z10, Z10
+	VXORPS  Z11, Z11, Z11
+	VXORPS  Z12, Z12, Z12
+	VXORPS  Z13, Z13, Z13
+	VXORPS  Z14, Z14, Z14
+	VXORPS  Z15, Z15, Z15
+	VXORPS  Z16, Z16, Z16
+	VXORPS  Z17, Z17, Z17
+	VXORPS  Z18, Z18, Z18
+	VXORPS  Z19, Z19, Z19
+	VXORPS  Z20, Z20, Z20
+	VXORPS  Z21, Z21, Z21
+	VXORPS  Z22, Z22, Z22
+	VXORPS  Z23, Z23, Z23
+	VXORPS  Z24, Z24, Z24
+	VXORPS  Z25, Z25, Z25
+	VXORPS  Z26, Z26, Z26
+	VXORPS  Z27, Z27, Z27
+
+sgloop:
+	VCVTPH2PS (SI), Z0
+	VCVTPH2PS (SI)(R8*1), Z1
+	VCVTPH2PS (SI)(R8*2), Z2
+	VCVTPH2PS (SI)(R9*1), Z3
+	SGTOK((DI), Z4, Z8, Z9, Z10, Z11)
+	CMPQ      BX, $2
+	JLT       sgnext
+	SGTOK((DI)(R10*1), Z28, Z12, Z13, Z14, Z15)
+	CMPQ      BX, $3
+	JLT       sgnext
+	SGTOK((DI)(R10*2), Z29, Z16, Z17, Z18, Z19)
+	CMPQ      BX, $4
+	JLT       sgnext
+	SGTOK((DI)(R11*1), Z30, Z20, Z21, Z22, Z23)
+	CMPQ      BX, $5
+	JLT       sgnext
+	SGTOK((DI)(R10*4), Z31, Z24, Z25, Z26, Z27)
+
+sgnext:
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNE  sgloop
+
+	MOVQ out+48(FP), AX
+	SGREDUCE(Z8, Y8, (AX))
+	SGREDUCE(Z9, Y9, 4(AX))
+	SGREDUCE(Z10, Y10, 8(AX))
+	SGREDUCE(Z11, Y11, 12(AX))
+	SGREDUCE(Z12, Y12, 16(AX))
+	SGREDUCE(Z13, Y13, 20(AX))
+	SGREDUCE(Z14, Y14, 24(AX))
+	SGREDUCE(Z15, Y15, 28(AX))
+	SGREDUCE(Z16, Y16, 32(AX))
+	SGREDUCE(Z17, Y17, 36(AX))
+	SGREDUCE(Z18, Y18, 40(AX))
+	SGREDUCE(Z19, Y19, 44(AX))
+	SGREDUCE(Z20, Y20, 48(AX))
+	SGREDUCE(Z21, Y21, 52(AX))
+	SGREDUCE(Z22, Y22, 56(AX))
+	SGREDUCE(Z23, Y23, 60(AX))
+	SGREDUCE(Z24, Y24, 64(AX))
+	SGREDUCE(Z25, Y25, 68(AX))
+	SGREDUCE(Z26, Y26, 72(AX))
+	SGREDUCE(Z27, Y27, 76(AX))
+	VZEROUPPER
+	RET

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package tensor
+
+const hasSgemmF16 = false
+
+func sgemmF16x16(w []byte, rowBytes int, x []float32, n, ntok int, out *[4 * sgemmTok]float32) {
+	panic("sgemmF16x16 needs AVX-512")
+}
