@@ -23,7 +23,7 @@ func TestResolveBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ModelDir != "builtin:tiny-random" || c.MaxReqTotalLen != 2048 || len(c.EosID) != 1 || c.EosID[0] != 2 ||
-		c.DataType != "fp32" || c.KVBytesPerToken != 512 || c.MaxTotalTokenNum != 256*2048 {
+		c.DataType != "fp32" || c.KVBytesPerToken != 256 || c.MaxTotalTokenNum != 256*2048 {
 		t.Errorf("resolved model_dir %q req %d eos %v dtype %q bpt %d kv %d", c.ModelDir, c.MaxReqTotalLen, c.EosID,
 			c.DataType, c.KVBytesPerToken, c.MaxTotalTokenNum)
 	}

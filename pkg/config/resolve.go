@@ -24,8 +24,8 @@ const (
 // defaults described on each.
 type ResolveOptions struct {
 	// BytesPerToken is the KV cache size of one token. nil: estimated from
-	// the model's geometry with f32 elements on the CPU and synthetic
-	// backends and 16-bit elements on CUDA. The engine may supply its exact
+	// the model's geometry with 16-bit elements (the CPU and CUDA engines'
+	// f16 KV) or 4-byte ones (the synthetic backend). The engine may supply its exact
 	// figure (`lightllm launch` and rolectl.Main must then pass the same).
 	BytesPerToken func(cfg *Config, info *ModelInfo) (int64, error)
 	// MemAvailable returns the bytes available for the KV cache before
@@ -187,9 +187,9 @@ func (c *Config) sizeKV(info *ModelInfo, opts ResolveOptions) error {
 }
 
 func estimateBytesPerToken(c *Config, info *ModelInfo) (int64, error) {
-	elem := 4
-	if c.Backend == BackendCUDA {
-		elem = 2
+	elem := 2 // f16 KV: the CPU engine's default (as llama.cpp's) and CUDA's
+	if c.Backend == BackendSynthetic {
+		elem = 4
 	}
 	return info.KVBytesPerToken(elem)
 }

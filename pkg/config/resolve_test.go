@@ -48,8 +48,8 @@ func TestResolveStories260K(t *testing.T) {
 			if tc.dt != "" && c.DataType != tc.dt {
 				t.Errorf("data_type %q, want %q", c.DataType, tc.dt)
 			}
-			// 1 GiB × 0.8 / 1280 B is far more than 256 slots × 512 tokens can use.
-			if !c.Resolved || c.MaxReqTotalLen != 512 || c.MaxTotalTokenNum != 256*512 || c.KVBytesPerToken != 1280 {
+			// 1 GiB × 0.8 / 640 B (f16 KV) is far more than 256 slots × 512 tokens can use.
+			if !c.Resolved || c.MaxReqTotalLen != 512 || c.MaxTotalTokenNum != 256*512 || c.KVBytesPerToken != 640 {
 				t.Errorf("resolved: req=%d kv=%d bpt=%d", c.MaxReqTotalLen, c.MaxTotalTokenNum, c.KVBytesPerToken)
 			}
 			if c.BatchMaxTokens != 16384 || c.ChunkedPrefillSize != 8192 || c.MetricPort != 9100 {
@@ -90,7 +90,7 @@ func TestResolveDerivedValues(t *testing.T) {
 		wantErr string
 	}{
 		"max_position_embeddings": {config: `{"max_position_embeddings": 4096, "eos_token_id": [7, 8], "torch_dtype": "bfloat16", ` + geom + `}`,
-			wantReq: 4096, wantKV: (1 << 30) * 8 / 10 / 1024, wantEOS: []int{7, 8}, wantDT: "bf16"},
+			wantReq: 4096, wantKV: 256 * 4096 /* 1 GiB × 0.8 / 512 B, capped at running × len */, wantEOS: []int{7, 8}, wantDT: "bf16"},
 		"rope linear factor": {config: `{"max_position_embeddings": 2048, "rope_scaling": {"type": "linear", "factor": 4}, ` + geom + `}`,
 			wantReq: 8192, wantDT: "fp16"},
 		"rope yarn keeps length": {config: `{"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "yarn", "factor": 4}, ` + geom + `}`,
@@ -104,8 +104,8 @@ func TestResolveDerivedValues(t *testing.T) {
 		"explicit flags win": {config: `{"max_position_embeddings": 4096, "eos_token_id": 2, ` + geom + `}`,
 			args:    []string{"--max_req_total_len", "100", "--max_total_token_num", "1000", "--eos_id", "3", "--data_type", "float32"},
 			wantReq: 100, wantKV: 1000, wantEOS: []int{3}, wantDT: "fp32"},
-		// 2 layers × 4 heads × 16 dim × 2 × 4 B = 1024 B/token; 1 MiB × 0.8 → 819 tokens.
-		"kv from memory": {config: `{"max_position_embeddings": 512, ` + geom + `}`, mem: 1 << 20, wantKV: 819},
+		// 2 layers × 4 heads × 16 dim × 2 × 2 B (f16 KV) = 512 B/token; 1 MiB × 0.8 → 1638 tokens.
+		"kv from memory": {config: `{"max_position_embeddings": 512, ` + geom + `}`, mem: 1 << 20, wantKV: 1638},
 		"kv too small": {config: `{"max_position_embeddings": 4096, ` + geom + `}`, mem: 1 << 20,
 			wantErr: "KV cache too small"},
 		"no chunked prefill": {config: `{"max_position_embeddings": 512, ` + geom + `}`, args: []string{"--disable_chunked_prefill"},

@@ -23,11 +23,10 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	)
 	switch cfg.Backend {
 	case config.BackendCPU:
-		// f32 KV, as the configuration sizes the CPU cache: with f16 KV a
-		// resumed request's re-prefill attends over unrounded K/V inside its
-		// chunk while the original decode read rounded ones, so greedy
-		// output could change after an infer restart.
-		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true, KVType: "f32"})
+		// The model's default KV type (f16, as llama.cpp's CPU path) keeps
+		// greedy output token-exact with llama.cpp; the engine replays a
+		// resumed request's original chunks so a restart changes nothing.
+		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("load model: %w", err)
 		}

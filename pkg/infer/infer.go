@@ -379,6 +379,7 @@ func (w *Worker) step() error {
 		w.o.Hooks.wedge(context.Background())
 	}
 	start := time.Now()
+	fwdBefore := w.ex.Stats().ForwardTokens
 	outs, err := w.ex.Step()
 	took := time.Since(start)
 	w.collect(outs)
@@ -387,7 +388,10 @@ func (w *Worker) step() error {
 		// request from shm.
 		return fmt.Errorf("engine step: %w", err)
 	}
-	if len(outs) > 0 {
+	// Progress is any work the model did, not only emitted tokens: a
+	// request replaying its generated tokens after a restart (one decode
+	// step per token, nothing emitted) is busy, not wedged.
+	if len(outs) > 0 || w.ex.Stats().ForwardTokens != fwdBefore {
 		w.region.Load().LastProgressUnixNano.Store(time.Now().UnixNano())
 	}
 	w.stepMetrics(took)

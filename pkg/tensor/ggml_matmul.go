@@ -16,6 +16,10 @@ type ggmlTask struct {
 	start [maxOuts + 1]int
 	x     []float32
 	x16   []uint16 // x converted to f16 (for f16 weights), [T x cols]
+	// Blocked tinyBLAS path for f16 weights (sgemmF16Block, same bits as
+	// DotF16Sgemm): the sgemm tokens and their x16 widened to f32.
+	toks  []int
+	x32   []float32
 	sgemm []bool
 	T     int
 	cols  int
@@ -85,6 +89,23 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 		for i, v := range m.x {
 			m.x16[i] = F32ToF16(v)
 		}
+		m.toks = m.toks[:0]
+		if hasSgemmF16 && ggmlLanes == 16 && cols%16 == 0 && sgemm != nil {
+			for t := 0; t < T; t++ {
+				if sgemm[t] {
+					m.toks = append(m.toks, t)
+				}
+			}
+			if cap(m.x32) < len(m.toks)*cols {
+				m.x32 = make([]float32, len(m.toks)*cols)
+			}
+			m.x32 = m.x32[:len(m.toks)*cols]
+			for j, t := range m.toks {
+				for k, h := range m.x16[t*cols : (t+1)*cols] {
+					m.x32[j*cols+k] = F16ToF32(h)
+				}
+			}
+		}
 	}
 	c.Pool.Run(m, rows, max(1, minChunkWork/(cols*T)))
 	for i := range m.outs[:m.n] {
@@ -103,6 +124,10 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 		o := &m.outs[i]
 		w, cols, nOut := o.W, m.cols, o.W.Rows
 		gemmOK := cols%ggmlLanes == 0 && nOut%4 == 0
+		blocked := w.Type == F16 && gemmOK && len(m.toks) > 0
+		if blocked {
+			sgemmF16Block(w, a-m.start[i], b-m.start[i], m.x32, m.toks, o.Y)
+		}
 		for r := a - m.start[i]; r < b-m.start[i]; r++ {
 			raw := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 			if w.Type == F16 {
@@ -110,6 +135,9 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 				for t := 0; t < m.T; t++ {
 					xt := m.x16[t*cols : (t+1)*cols]
 					if gemmOK && m.sgemm != nil && m.sgemm[t] {
+						if blocked {
+							continue // done by sgemmF16Block
+						}
 						o.Y[t*nOut+r] = DotF16Sgemm(row, xt)
 					} else {
 						o.Y[t*nOut+r] = DotF16GGML(row, xt)

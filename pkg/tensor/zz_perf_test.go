@@ -195,3 +195,43 @@ func TestZZMM(t *testing.T) {
 		}
 	}
 }
+
+func TestZZSgemm(t *testing.T) {
+	if os.Getenv("W7_PERF") == "" {
+		t.Skip("perf")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := rand.New(rand.NewPCG(1, 2))
+	const rows, cols, T = 256, 2048, 20
+	w, _ := randMatrix(t, r, F16, rows, cols)
+	x := randVec(r, T*cols, 1)
+	x16 := make([]uint16, len(x))
+	x32 := make([]float32, len(x))
+	for i, v := range x {
+		x16[i] = F32ToF16(v)
+		x32[i] = F16ToF32(x16[i])
+	}
+	toks := make([]int, T)
+	for i := range toks {
+		toks[i] = i
+	}
+	y := make([]float32, T*rows)
+	for rep := 0; rep < 3; rep++ {
+		st := cpuNow()
+		for i := 0; i < 20; i++ {
+			sgemmF16Block(w, 0, rows, x32, toks, y)
+		}
+		a := 2 * float64(rows*cols*T) * 20 / (cpuNow() - st) / 1e9
+		st = cpuNow()
+		for i := 0; i < 20; i++ {
+			for rr := 0; rr < rows; rr++ {
+				for tk := 0; tk < T; tk++ {
+					y[tk*rows+rr] = DotF16Sgemm(bytesAsU16(w.Row(rr)), x16[tk*cols:(tk+1)*cols])
+				}
+			}
+		}
+		b := 2 * float64(rows*cols*T) * 20 / (cpuNow() - st) / 1e9
+		t.Logf("block %.1f GFLOP/s, per-pair %.1f GFLOP/s", a, b)
+	}
+}
