@@ -157,6 +157,7 @@ func (t *Template) addGlobals(data map[string]jinja.Value) {
 	data[fnStr] = jinja.NewCallable("string", filterStr)
 	data[fnTrim] = jinja.NewCallable("trim", filterTrim)
 	data[fnToJSON] = jinja.NewCallable("tojson", filterToJSON)
+	addTruthFilters(data)
 }
 
 func filterStr(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {

@@ -102,6 +102,8 @@ func (l *lexer) rewriteCode(code string, at int) (string, error) {
 		switch {
 		case prev.kind == ctOp && prev.text == "|" && filterRenames[t.text] != "":
 			t.text = filterRenames[t.text]
+		case prev.kind == ctOp && prev.text == "|" && truthFilterRename(t.text, filterArgCount(toks, sig, n)) != "":
+			t.text = truthFilterRename(t.text, filterArgCount(toks, sig, n))
 		case prev.kind == ctOp && prev.text == "." && (t.text == "strip" || t.text == "lstrip" || t.text == "rstrip") &&
 			n+2 < len(sig) && toks[sig[n+1]].text == "(" && toks[sig[n+2]].text == ")":
 			toks[sig[n+1]].text = "(" + varWS

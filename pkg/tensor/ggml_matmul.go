@@ -16,8 +16,8 @@ type ggmlTask struct {
 	start [maxOuts + 1]int
 	x     []float32
 	x16   []uint16 // x converted to f16 (for f16 weights), [T x cols]
-	// Blocked tinyBLAS path for f16 weights (sgemmF16Block, same bits as
-	// DotF16Sgemm): the sgemm tokens and their x16 widened to f32.
+	// Blocked tinyBLAS path for f16 weights (sgemmF16Block, the same bits
+	// as DotF16Sgemm): the sgemm tokens and their x16 widened to f32.
 	toks  []int
 	x32   []float32
 	sgemm []bool
@@ -96,15 +96,7 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 					m.toks = append(m.toks, t)
 				}
 			}
-			if cap(m.x32) < len(m.toks)*cols {
-				m.x32 = make([]float32, len(m.toks)*cols)
-			}
-			m.x32 = m.x32[:len(m.toks)*cols]
-			for j, t := range m.toks {
-				for k, h := range m.x16[t*cols : (t+1)*cols] {
-					m.x32[j*cols+k] = F16ToF32(h)
-				}
-			}
+			m.x32 = widenTokens(m.x32, m.x16, m.toks, cols)
 		}
 	}
 	c.Pool.Run(m, rows, max(1, minChunkWork/(cols*T)))
@@ -156,6 +148,21 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 			}
 		}
 	}
+}
+
+// widenTokens gathers the f16 activations of tokens toks (rows of cols in
+// x16) into dst as f32, growing it as needed.
+func widenTokens(dst []float32, x16 []uint16, toks []int, cols int) []float32 {
+	if cap(dst) < len(toks)*cols {
+		dst = make([]float32, len(toks)*cols)
+	}
+	dst = dst[:len(toks)*cols]
+	for j, t := range toks {
+		for k, h := range x16[t*cols : (t+1)*cols] {
+			dst[j*cols+k] = F16ToF32(h)
+		}
+	}
+	return dst
 }
 
 // bytesAsU16 views little-endian 16-bit values without copying.
