@@ -18,11 +18,13 @@ type ggmlTask struct {
 	x16   []uint16 // x converted to f16 (for f16 weights), [T x cols]
 	// Blocked tinyBLAS path for f16 weights (sgemmF16Block, the same bits
 	// as DotF16Sgemm): the sgemm tokens and their x16 widened to f32.
-	toks  []int
-	x32   []float32
-	sgemm []bool
-	T     int
-	cols  int
+	toks []int
+	x32  []float32
+	// All tokens single-row (ggml_vec_dot): ggmlF16Block, DotF16GGML's bits.
+	blockG bool
+	sgemm  []bool
+	T      int
+	cols   int
 }
 
 // MatMulGGML computes every out.Y = x · out.W^T like MatMul, but for f32
@@ -98,6 +100,10 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 			}
 			m.x32 = widenTokens(m.x32, m.x16, m.toks, cols)
 		}
+		m.blockG = hasSgemmF16 && ggmlLanes == 16 && cols%64 == 0 && T >= 2 && len(m.toks) == 0
+		for t := 0; m.blockG && sgemm != nil && t < T; t++ {
+			m.blockG = !sgemm[t]
+		}
 	}
 	c.Pool.Run(m, rows, max(1, minChunkWork/(cols*T)))
 	for i := range m.outs[:m.n] {
@@ -116,6 +122,10 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 		o := &m.outs[i]
 		w, cols, nOut := o.W, m.cols, o.W.Rows
 		gemmOK := cols%ggmlLanes == 0 && nOut%4 == 0
+		if w.Type == F16 && m.blockG {
+			ggmlF16Block(w, a-m.start[i], b-m.start[i], m.x16, m.T, o.Y)
+			continue
+		}
 		blocked := w.Type == F16 && gemmOK && len(m.toks) > 0
 		if blocked {
 			sgemmF16Block(w, a-m.start[i], b-m.start[i], m.x32, m.toks, o.Y)

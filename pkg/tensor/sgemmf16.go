@@ -40,3 +40,33 @@ func sgemmF16Block(w *Matrix, r0, r1 int, x32 []float32, toks []int, y []float32
 		}
 	}
 }
+
+// ggmlTok is how many tokens one ggmlF16x16 call takes.
+const ggmlTok = 6
+
+// ggmlF16Block computes y[t*w.Rows+r] = DotF16GGML(row r, x16 row t) bit
+// for bit (ggml_vec_dot_f16, what llama.cpp uses for single-token rows)
+// for rows [r0, r1) and all T tokens of x16 ([T x w.Cols] halves), one
+// row and six tokens per kernel call. w.Cols must be a multiple of 64.
+func ggmlF16Block(w *Matrix, r0, r1 int, x16 []uint16, T int, y []float32) {
+	cols, nOut, rb := w.Cols, w.Rows, w.rowBytes
+	rowBlock := max(1, blockWeights/rb)
+	tokTile := max(ggmlTok, tileActs/(2*cols)/ggmlTok*ggmlTok)
+	var res [ggmlTok]float32
+	for b0 := r0; b0 < r1; b0 += rowBlock {
+		b1 := min(r1, b0+rowBlock)
+		for t0 := 0; t0 < T; t0 += tokTile {
+			t1 := min(T, t0+tokTile)
+			for r := b0; r < b1; r++ {
+				row := w.Data[r*rb : (r+1)*rb]
+				for t := t0; t < t1; t += ggmlTok {
+					nt := min(ggmlTok, t1-t)
+					ggmlF16x16(row, x16[t*cols:], cols, nt, &res)
+					for c := 0; c < nt; c++ {
+						y[(t+c)*nOut+r] = res[c]
+					}
+				}
+			}
+		}
+	}
+}

@@ -20,3 +20,15 @@ func sgemmF16x16(w []byte, rowBytes int, x []float32, n, ntok int, out *[4 * sge
 	_ = x[(ntok-1)*n+n-1]
 	sgemmF16x16AVX512(unsafe.Pointer(&w[0]), rowBytes, &x[0], 4*n, n, ntok, out)
 }
+
+//go:noescape
+func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, out *[ggmlTok]float32)
+
+// ggmlF16x16 runs one f16 row of n values (a multiple of 64) against ntok
+// (1..ggmlTok) consecutive f16 activation rows of n values: DotF16GGML's
+// bits for each.
+func ggmlF16x16(w []byte, x []uint16, n, ntok int, out *[ggmlTok]float32) {
+	_ = w[2*n-1]
+	_ = x[(ntok-1)*n+n-1]
+	ggmlF16x16AVX512(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), 2*n, n, ntok, out)
+}

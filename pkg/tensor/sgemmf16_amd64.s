@@ -110,3 +110,110 @@ sgnext:
 	SGREDUCE(Z27, Y27, 76(AX))
 	VZEROUPPER
 	RET
+
+// Four 16-lane accumulators of one token (f16 activations at XA) against
+// the four converted weight vectors Z0-Z3 (64 values).
+#define GGTOK(XA, A0, A1, A2, A3) \
+	VCVTPH2PS   0 XA, Z28    \
+	VCVTPH2PS   32 XA, Z29   \
+	VCVTPH2PS   64 XA, Z30   \
+	VCVTPH2PS   96 XA, Z31   \
+	VFMADD231PS Z28, Z0, A0  \
+	VFMADD231PS Z29, Z1, A1  \
+	VFMADD231PS Z30, Z2, A2  \
+	VFMADD231PS Z31, Z3, A3
+
+// ggml_vec_dot_f16's reduction (AVX-512 builds): (a0+a2)+(a1+a3) lane
+// by lane, then _mm512_reduce_add_ps, into the float at OUT: the order of
+// ggmlDotF16x16AVX2's h16reduce (ggml_exact_amd64.s).
+#define GGREDUCE(A0, A1, A2, A3, OUT) \
+	VADDPS        A2, A0, A0 \
+	VADDPS        A3, A1, A1 \
+	VADDPS        A1, A0, A0 \
+	VEXTRACTF64X4 $1, A0, Y1 \
+	VMOVAPS       A0, Z2     \
+	VADDPS        Y1, Y2, Y0 \
+	VEXTRACTF128  $1, Y0, X1 \
+	VADDPS        X1, X0, X0 \
+	VMOVHLPS      X0, X0, X1 \
+	VADDPS        X1, X0, X0 \
+	VMOVSHDUP     X0, X1     \
+	VADDSS        X1, X0, X0 \
+	VMOVSS        X0, OUT
+
+// func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, out *[ggmlTok]float32)
+// One f16 row against ntok (1..6) f16 activation rows (xstride bytes
+// apart) with ggml_vec_dot_f16's AVX-512 rounding (DotF16GGML): four
+// 16-lane accumulators over steps of 64 values; n a multiple of 64. The
+// weights are converted once for all the tokens.
+TEXT ·ggmlF16x16AVX512(SB), NOSPLIT, $0-48
+	MOVQ   w+0(FP), SI
+	MOVQ   x+8(FP), DI
+	MOVQ   xstride+16(FP), R10
+	MOVQ   n+24(FP), CX
+	MOVQ   ntok+32(FP), BX
+	LEAQ   (R10)(R10*2), R11
+	LEAQ   (DI)(R10*4), R12
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	VXORPS Z26, Z26, Z26
+	VXORPS Z27, Z27, Z27
+
+ggloop:
+	VCVTPH2PS (SI), Z0
+	VCVTPH2PS 32(SI), Z1
+	VCVTPH2PS 64(SI), Z2
+	VCVTPH2PS 96(SI), Z3
+	GGTOK((DI), Z4, Z5, Z6, Z7)
+	CMPQ      BX, $2
+	JLT       ggnext
+	GGTOK((DI)(R10*1), Z8, Z9, Z10, Z11)
+	CMPQ      BX, $3
+	JLT       ggnext
+	GGTOK((DI)(R10*2), Z12, Z13, Z14, Z15)
+	CMPQ      BX, $4
+	JLT       ggnext
+	GGTOK((DI)(R11*1), Z16, Z17, Z18, Z19)
+	CMPQ      BX, $5
+	JLT       ggnext
+	GGTOK((R12), Z20, Z21, Z22, Z23)
+	CMPQ      BX, $6
+	JLT       ggnext
+	GGTOK((R12)(R10*1), Z24, Z25, Z26, Z27)
+
+ggnext:
+	ADDQ $128, SI
+	ADDQ $128, DI
+	ADDQ $128, R12
+	SUBQ $64, CX
+	JNE  ggloop
+
+	MOVQ out+40(FP), AX
+	GGREDUCE(Z4, Z5, Z6, Z7, (AX))
+	GGREDUCE(Z8, Z9, Z10, Z11, 4(AX))
+	GGREDUCE(Z12, Z13, Z14, Z15, 8(AX))
+	GGREDUCE(Z16, Z17, Z18, Z19, 12(AX))
+	GGREDUCE(Z20, Z21, Z22, Z23, 16(AX))
+	GGREDUCE(Z24, Z25, Z26, Z27, 20(AX))
+	VZEROUPPER
+	RET
