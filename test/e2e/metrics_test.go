@@ -563,6 +563,11 @@ func obsLiveGauges(ctx context.Context, t *testing.T, s *server, apiURL string) 
 		t.Fatalf("load request failed: %v", loadErr)
 	}
 
+	// KV usage is not monotonic within a step (a finished request frees its
+	// tokens while the batch's new tokens are allocated), so a scrape taken
+	// mid-step can sit a step's churn outside the before/after pair: 8
+	// running requests plus a prefill chunk is a few percent of the pool.
+	const kvChurn = 0.05
 	var off []string
 	var sawWaiting, sawRunning, sawKV bool
 	var tooks []time.Duration
@@ -573,7 +578,7 @@ func obsLiveGauges(ctx context.Context, t *testing.T, s *server, apiURL string) 
 		sawKV = sawKV || sm.got.kv > 0
 		if !obsBetween(float64(sm.got.waiting), float64(sm.before.waiting), float64(sm.after.waiting)) ||
 			!obsBetween(float64(sm.got.running), float64(sm.before.running), float64(sm.after.running)) ||
-			!obsBetween(sm.got.kv, sm.before.kv, sm.after.kv) {
+			!obsBetween(sm.got.kv, min(sm.before.kv, sm.after.kv)-kvChurn, max(sm.before.kv, sm.after.kv)+kvChurn) {
 			off = append(off, fmt.Sprintf("#%d scraped %+v, shm before %+v after %+v", i, sm.got, sm.before, sm.after))
 		}
 	}
@@ -583,7 +588,7 @@ func obsLiveGauges(ctx context.Context, t *testing.T, s *server, apiURL string) 
 		t.Errorf("only %d scrapes during the load", len(samples))
 	case !sawWaiting || !sawRunning || !sawKV:
 		t.Errorf("the gauges never moved (waiting %v, running %v, kv %v): the load did not load", sawWaiting, sawRunning, sawKV)
-	case len(off) > len(samples)/10:
+	case len(off) > max(1, len(samples)/10):
 		// A counter that moves away and back within one scrape escapes
 		// the before/after range; more than a few such is a wrong gauge.
 		t.Errorf("%d of %d scrapes disagree with the router's and infer's counters:\n  %s", len(off), len(samples), strings.Join(off, "\n  "))
