@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
 	"github.com/lightllm-go/lightllm/pkg/model"
@@ -15,9 +14,10 @@ import (
 
 // The weights are read from the model's files here, not from the
 // *model.Model, whose tensors are unexported. The names, layouts and RoPE
-// conventions follow pkg/model's loader (model.go, weights.go, config.go);
-// TODO(model): an exported weight view on *model.Model would remove this
-// duplicate reader.
+// conventions follow pkg/model's loader, whose tensor-name map
+// (model.HFTensorName) and Llama-3 RoPE factors (model.Llama3FreqFactors)
+// are called, not copied. TODO(model): an exported weight view on
+// *model.Model would remove the remaining file reading here.
 
 // hostTensor is one tensor as stored: type, PyTorch-order shape ([rows,
 // cols] for a matrix) and its mmap'd bytes.
@@ -55,7 +55,7 @@ func openWeights(path string, cfg model.Config) (*weightFile, error) {
 		}
 		w.hf, w.closer, w.neox = set, set, true
 		if rs := cfg.RopeScaling; rs != nil && rs.Type == "llama3" {
-			w.freqFactor = llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
+			w.freqFactor = model.Llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
 		}
 	} else {
 		f, err := gguf.Open(path)
@@ -109,7 +109,7 @@ func (w *weightFile) get(name string) (*hostTensor, error) {
 		}
 		return &hostTensor{name: name, typ: dt, shape: shape, data: w.gg.TensorData(ti)}, nil
 	}
-	hf := hfName(name)
+	hf := model.HFTensorName(name)
 	info, data, f, ok := w.hf.Tensor(hf)
 	if !ok {
 		return nil, nil
@@ -177,59 +177,6 @@ func (w *weightFile) vector(name string, n int, optional bool) ([]float32, error
 
 func (w *weightFile) optionalVector(name string, n int) ([]float32, error) {
 	return w.vector(name, n, true)
-}
-
-// hfName maps a GGUF tensor name to the Hugging Face one (pkg/model's map).
-func hfName(name string) string {
-	base, suffix := name, ""
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		base, suffix = name[:i], name[i:]
-	}
-	switch base {
-	case "token_embd":
-		return "model.embed_tokens" + suffix
-	case "output_norm":
-		return "model.norm" + suffix
-	case "output":
-		return "lm_head" + suffix
-	}
-	var layer int
-	var part string
-	if _, err := fmt.Sscanf(base, "blk.%d.%s", &layer, &part); err != nil {
-		return name
-	}
-	hf := map[string]string{
-		"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-		"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-		"attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
-		"ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-	}[part]
-	if hf == "" {
-		return name
-	}
-	return fmt.Sprintf("model.layers.%d.%s%s", layer, hf, suffix)
-}
-
-// llama3FreqFactors is Llama 3 RoPE scaling's per-pair frequency divisors,
-// as pkg/model (and llama.cpp's converter for rope_freqs) compute them.
-func llama3FreqFactors(rs *model.RopeScaling, theta float64, headDim int) []float32 {
-	lowWavelen := float64(rs.OriginalMaxPos) / rs.LowFreqFactor
-	highWavelen := float64(rs.OriginalMaxPos) / rs.HighFreqFactor
-	ff := make([]float32, headDim/2)
-	for i := range ff {
-		freq := 1 / math.Pow(theta, float64(2*i)/float64(headDim))
-		wavelen := 2 * math.Pi / freq
-		switch {
-		case wavelen < highWavelen:
-			ff[i] = 1
-		case wavelen > lowWavelen:
-			ff[i] = float32(rs.Factor)
-		default:
-			smooth := (float64(rs.OriginalMaxPos)/wavelen - rs.LowFreqFactor) / (rs.HighFreqFactor - rs.LowFreqFactor)
-			ff[i] = float32(1 / ((1-smooth)/rs.Factor + smooth))
-		}
-	}
-	return ff
 }
 
 // matPart is one source matrix of a device matrix; device matrices stack

@@ -165,7 +165,7 @@ func TestConvertRows(t *testing.T) {
 
 func TestLlama3FreqFactors(t *testing.T) {
 	rs := &model.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}
-	ff := llama3FreqFactors(rs, 500000, 128)
+	ff := model.Llama3FreqFactors(rs, 500000, 128)
 	if len(ff) != 64 || ff[0] != 1 || ff[63] != 8 {
 		t.Fatalf("factors %v", ff)
 	}

@@ -225,9 +225,9 @@ func parseHFRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 	return nil, fmt.Errorf("rope_scaling type %q is not supported (llama3, linear)", typ)
 }
 
-// llama3FreqFactors returns the per-pair frequency divisors of Llama 3
+// Llama3FreqFactors returns the per-pair frequency divisors of Llama 3
 // RoPE scaling, computed as llama.cpp's converter does for rope_freqs.
-func llama3FreqFactors(rs *RopeScaling, theta float64, headDim int) []float32 {
+func Llama3FreqFactors(rs *RopeScaling, theta float64, headDim int) []float32 {
 	lowWavelen := float64(rs.OriginalMaxPos) / rs.LowFreqFactor
 	highWavelen := float64(rs.OriginalMaxPos) / rs.HighFreqFactor
 	ff := make([]float32, headDim/2)

@@ -94,7 +94,7 @@ func hfLlama3InvFreq(theta float64, dim int, factor, low, high float64, orig int
 
 func TestLlama3FreqFactors(t *testing.T) {
 	rs := &RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}
-	ff := llama3FreqFactors(rs, 500000, 128)
+	ff := Llama3FreqFactors(rs, 500000, 128)
 	ref := hfLlama3InvFreq(500000, 128, 8, 1, 4, 8192)
 	for i, f := range ff {
 		inv := 1 / math.Pow(500000, float64(2*i)/128)

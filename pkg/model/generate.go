@@ -285,7 +285,7 @@ func GenerateHF(dir string, o GenOptions) error {
 		if t.rows > 0 {
 			shape = []int64{int64(t.rows), int64(t.cols)}
 		}
-		wts = append(wts, safetensors.WriteTensor{Name: hfName(t.name), DType: stDType, Shape: shape,
+		wts = append(wts, safetensors.WriteTensor{Name: HFTensorName(t.name), DType: stDType, Shape: shape,
 			Fill: func(out io.Writer) error {
 				buf := make([]float32, t.cols)
 				for r := 0; r < max(t.rows, 1); r++ {

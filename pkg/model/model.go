@@ -165,7 +165,7 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	if rs := cfg.RopeScaling; rs != nil && rs.Type == "llama3" {
-		m.freqFactor = llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
+		m.freqFactor = Llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
 	}
 	if !opts.NoTokenizer {
 		tok, err := tokenizer.LoadDir(dir)

@@ -100,8 +100,9 @@ type hfSource struct {
 
 func (s hfSource) path() string { return s.dir }
 
-// hfName maps a GGUF tensor name to the Hugging Face one.
-func hfName(name string) string {
+// HFTensorName maps a GGUF tensor name to the Hugging Face one (also used
+// by pkg/cuda, which reads the same files).
+func HFTensorName(name string) string {
 	base, suffix := name, ""
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		base, suffix = name[:i], name[i:]
@@ -132,7 +133,7 @@ func hfName(name string) string {
 }
 
 func (s hfSource) get(name string) (*rawTensor, error) {
-	hf := hfName(name)
+	hf := HFTensorName(name)
 	info, data, f, ok := s.set.Tensor(hf)
 	if !ok {
 		return nil, nil
@@ -174,7 +175,7 @@ func (l *loader) need(name string) (*rawTensor, error) {
 
 func nameFor(src weightSource, name string) string {
 	if _, ok := src.(hfSource); ok {
-		return hfName(name)
+		return HFTensorName(name)
 	}
 	return name
 }
