@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func newBenchEngineCmd() *cobra.Command {
 		threads int
 		o       engine.BenchOptions
 		asJSON  bool
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench-engine",
@@ -25,6 +28,17 @@ func newBenchEngineCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return errors.New("--model_dir is required")
+			}
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			res, err := engine.BenchModel(cmd.Context(), path, threads, o)
 			if err != nil {
@@ -57,5 +71,7 @@ func newBenchEngineCmd() *cobra.Command {
 	f.IntVar(&o.GenTokens, "gen_tokens", 64, "tokens generated per sequence in the decode tests")
 	f.IntSliceVar(&o.Sequences, "sequences", []int{1, 4, 16}, "decode tests with this many sequences at once")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&o.MmapWeights, "mmap_weights", false, "compute from the file mapping instead of huge-page copies of the weights")
+	f.StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
 	return cmd
 }

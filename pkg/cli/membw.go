@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -28,23 +29,24 @@ func newMembwCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				b, err := json.Marshal(map[string]any{"threads": r.Threads, "bytes": r.Bytes,
-					"read_gb_s_best": round2(r.Best()), "read_gb_s_median": round2(r.Median())})
+				b, err := json.Marshal(map[string]any{"threads": r.Threads, "bytes": r.Bytes, "huge_pages": r.HugePages,
+					"read_gb_s_best": round2(r.Best()), "read_gb_s_median": round2(r.Median()),
+					"read_gb_s_two_streams_best": round2(slices.Max(r.TwoStreams))})
 				if err != nil {
 					return err
 				}
 				_, err = fmt.Fprintln(out, string(b))
 				return err
 			}
-			_, err = fmt.Fprintf(out, "threads %d, %d MiB: best %.2f GB/s, median %.2f GB/s over %d passes\n",
-				r.Threads, sizeMB, r.Best(), r.Median(), len(r.GBps))
+			_, err = fmt.Fprintf(out, "threads %d, %d MiB (huge pages %v): best %.2f GB/s, median %.2f GB/s over %d passes (two streams: best %.2f)\n",
+				r.Threads, sizeMB, r.HugePages, r.Best(), r.Median(), len(r.GBps), slices.Max(r.TwoStreams))
 			return err
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&threads, "threads", 1, "reading threads (0: all cores)")
 	f.IntVar(&sizeMB, "size_mb", 512, "buffer size in MiB (several times the last-level cache)")
-	f.IntVar(&passes, "passes", 5, "timed passes over the buffer")
+	f.IntVar(&passes, "passes", 5, "timed passes over the buffer per read pattern (one and two streams per thread)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

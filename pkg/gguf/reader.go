@@ -93,6 +93,10 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// Mapped reports whether tensor data slices point into a read-only file
+// mapping (Open) rather than memory the caller handed to Parse.
+func (f *File) Mapped() bool { return f.mmapped }
+
 // Close unmaps the file. Tensor data slices must not be used afterwards.
 func (f *File) Close() error {
 	if f == nil || f.data == nil {

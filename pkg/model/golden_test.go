@@ -88,14 +88,19 @@ func TestGoldenStories260K(t *testing.T) {
 	if len(g.GeneratedTokens) != 511 {
 		t.Fatalf("golden has %d tokens", len(g.GeneratedTokens))
 	}
-	for _, c := range []struct{ name, path, kv string }{
-		{"gguf-v3", "stories260K/stories260K-f32.gguf", ""},
-		{"gguf-v1", "stories260K/tinyllamas-stories-260k-f32.ggufv1.gguf", ""},
-		{"hf", "stories260K/hf", ""},
-		{"gguf-v3-kvf32", "stories260K/stories260K-f32.gguf", "f32"},
+	for _, c := range []struct {
+		name, path, kv string
+		mmap           bool // compute from the file mapping, not the huge-page copies
+	}{
+		{"gguf-v3", "stories260K/stories260K-f32.gguf", "", false},
+		{"gguf-v3-mmap", "stories260K/stories260K-f32.gguf", "", true},
+		{"gguf-v1", "stories260K/tinyllamas-stories-260k-f32.ggufv1.gguf", "", false},
+		{"hf", "stories260K/hf", "", false},
+		{"hf-mmap", "stories260K/hf", "", true},
+		{"gguf-v3-kvf32", "stories260K/stories260K-f32.gguf", "f32", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := Load(filepath.Join(dir, c.path), LoadOptions{Threads: 2, KVType: c.kv})
+			m, err := Load(filepath.Join(dir, c.path), LoadOptions{Threads: 2, KVType: c.kv, MmapWeights: c.mmap})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,9 @@ type rawTensor struct {
 	typ   tensor.DType
 	shape []int
 	data  []byte
+	// mapped: data points into a read-only file mapping, whose pages may
+	// be dropped from this process once the data is copied elsewhere.
+	mapped bool
 }
 
 // weightSource finds tensors by their GGUF name ("blk.3.attn_q.weight");
@@ -58,7 +61,7 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0; q4_1, q5_0, q5_1, q4_K, q5_K, q6_K by conversion)",
 			s.f.Path, name, ti.Type)
 	}
-	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti)}, nil
+	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti), mapped: s.f.Mapped()}, nil
 }
 
 // convert decodes a tensor of a type the kernels do not compute on (such
@@ -153,13 +156,16 @@ func (s hfSource) get(name string) (*rawTensor, error) {
 	for i, d := range info.Shape {
 		shape[i] = int(d)
 	}
-	return &rawTensor{name: hf, typ: dt, shape: shape, data: data}, nil
+	return &rawTensor{name: hf, typ: dt, shape: shape, data: data, mapped: f.Mapped()}, nil
 }
 
 // loader reads tensors from a source, checking shapes.
 type loader struct {
 	src    weightSource
 	counts map[tensor.DType]int64 // matrix bytes per type, for Config.DType
+	// arena, when not nil, receives a copy of every matrix the forward
+	// pass streams (tensor.WeightArena says why).
+	arena *tensor.WeightArena
 }
 
 func (l *loader) need(name string) (*rawTensor, error) {
@@ -186,14 +192,28 @@ func (l *loader) matrix(name string, rows, cols int) (*tensor.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.asMatrix(t, rows, cols)
+	return l.asMatrix(t, rows, cols, true)
 }
 
-func (l *loader) asMatrix(t *rawTensor, rows, cols int) (*tensor.Matrix, error) {
+// asMatrix makes a matrix of t; streamed says the forward pass reads all
+// of it every step (not so the embedding table, read a row per token),
+// which earns it a copy in the arena. q4_0 matrices are repacked at load
+// (tensor.NewMatrix) and need none.
+func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.Matrix, error) {
 	if len(t.shape) != 2 || t.shape[0] != rows || t.shape[1] != cols {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, rows, cols)
 	}
-	m, err := tensor.NewMatrix(t.typ, rows, cols, t.data)
+	data := t.data
+	if streamed && l.arena != nil && t.typ != tensor.Q4_0 {
+		if want, err := t.typ.RowBytes(cols); err == nil && want*rows == len(data) {
+			data = l.arena.Copy(data, t.mapped)
+		}
+	}
+	var arena *tensor.WeightArena // q4_0's repacked copy goes there
+	if streamed {
+		arena = l.arena
+	}
+	m, err := tensor.NewMatrixIn(arena, t.typ, rows, cols, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.src.path(), t.name, err)
 	}

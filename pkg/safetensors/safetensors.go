@@ -103,6 +103,10 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
+// Mapped reports whether tensor data slices point into a read-only file
+// mapping (Open) rather than memory the caller handed to Parse.
+func (f *File) Mapped() bool { return f.mmapped }
+
 // Parse parses a safetensors image held in memory; name is used in errors.
 func Parse(name string, data []byte) (*File, error) {
 	f, err := parse(name, data)

@@ -19,6 +19,9 @@ func dotBF16AVX2(w unsafe.Pointer, x *float32, n int) float32
 func dotQ8AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
 
 //go:noescape
+func dotQ8x2AVX2(w unsafe.Pointer, rowBytes int, xq *int8, ds *float32, nb int, out *[2]float32)
+
+//go:noescape
 func dotQ4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
 
 //go:noescape
@@ -95,6 +98,23 @@ func dotQ8(w []byte, xq []int8, ds []float32) float32 {
 		return dotQ8AVX2(unsafe.Pointer(&w[0]), &xq[0], &ds[0], len(ds))
 	}
 	return dotQ8Generic(w, xq, ds)
+}
+
+// dotQ8x2 is dotQ8 for the two rows w[:rowBytes] and w[rowBytes:], bit for
+// bit, as two FMA chains side by side.
+func dotQ8x2(w []byte, rowBytes int, xq []int8, ds []float32, out *[2]float32) {
+	if len(ds) == 0 {
+		*out = [2]float32{}
+		return
+	}
+	if hasAVX2 {
+		_ = w[rowBytes+len(ds)*q8BlockBytes-1]
+		_ = xq[len(ds)*QK-1]
+		dotQ8x2AVX2(unsafe.Pointer(&w[0]), rowBytes, &xq[0], &ds[0], len(ds), out)
+		return
+	}
+	out[0] = dotQ8Generic(w, xq, ds)
+	out[1] = dotQ8Generic(w[rowBytes:], xq, ds)
 }
 
 func dotQ4(w []byte, xq []int8, ds []float32) float32 {

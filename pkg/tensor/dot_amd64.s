@@ -234,6 +234,63 @@ q8done:
 	MOVSS X0, ret+32(FP)
 	RET
 
+// Q8BLOCK for the second row of dotQ8x2AVX2: weights block at (SI)(R8*1),
+// accumulator Y7, temporaries Y8-Y11.
+#define Q8BLOCK2 \
+	MOVWLZX     (SI)(R8*1), AX \
+	VMOVD       AX, X8         \
+	VCVTPH2PS   X8, X8         \
+	VMULSS      (DX), X8, X8   \
+	VBROADCASTSS X8, Y8        \
+	VPSIGNB     Y9, Y9, Y10    \
+	VPSIGNB     Y9, Y3, Y11    \
+	VPMADDUBSW  Y11, Y10, Y11  \
+	VPMADDWD    Y15, Y11, Y11  \
+	VCVTDQ2PS   Y11, Y11       \
+	VFMADD231PS Y11, Y8, Y7
+
+// func dotQ8x2AVX2(w unsafe.Pointer, rowBytes int, xq *int8, ds *float32, nb int, out *[2]float32)
+// dotQ8AVX2 for two rows (rowBytes apart) at once: the same operations
+// per row, but two independent FMA chains, so a block's FMA no longer waits
+// for the previous block's (one chain at 4 cycles per 34-byte block is
+// about this machine's memory bandwidth, so the chain, not memory, set
+// the pace).
+TEXT ·dotQ8x2AVX2(SB), NOSPLIT, $0-48
+	MOVQ      w+0(FP), SI
+	MOVQ      rowBytes+8(FP), R8
+	MOVQ      xq+16(FP), DI
+	MOVQ      ds+24(FP), DX
+	MOVQ      nb+32(FP), CX
+	VXORPS    Y0, Y0, Y0
+	VXORPS    Y7, Y7, Y7
+	VPCMPEQW  Y15, Y15, Y15
+	VPSRLW    $15, Y15, Y15
+
+q8x2loop:
+	TESTQ      CX, CX
+	JEQ        q8x2done
+	VMOVDQU    2(SI), Y2
+	VMOVDQU    2(SI)(R8*1), Y9
+	VMOVDQU (DI), Y3
+	Q8BLOCK2
+	Q8BLOCK
+	ADDQ    $34, SI
+	ADDQ    $32, DI
+	ADDQ    $4, DX
+	DECQ    CX
+	JMP     q8x2loop
+
+q8x2done:
+	MOVQ  out+40(FP), BX
+	VMOVAPS Y7, Y12
+	HSUM8
+	MOVSS X0, (BX)
+	VMOVAPS Y12, Y0
+	HSUM8
+	MOVSS X0, 4(BX)
+	VZEROUPPER
+	RET
+
 // func dotQ4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
 TEXT ·dotQ4AVX2(SB), NOSPLIT, $0-36
 	MOVQ         w+0(FP), SI

@@ -16,6 +16,12 @@ func dotBF16(w []byte, x []float32) float32           { return dotBF16Generic(w,
 func dotQ8(w []byte, xq []int8, ds []float32) float32 { return dotQ8Generic(w, xq, ds) }
 func dotQ4(w []byte, xq []int8, ds []float32) float32 { return dotQ4Generic(w, xq, ds) }
 
+// dotQ8x2 is dotQ8 for the two rows w[:rowBytes] and w[rowBytes:].
+func dotQ8x2(w []byte, rowBytes int, xq []int8, ds []float32, out *[2]float32) {
+	out[0] = dotQ8Generic(w, xq, ds)
+	out[1] = dotQ8Generic(w[rowBytes:], xq, ds)
+}
+
 // AxpyF32 adds a*x to dst (len(dst) values).
 func AxpyF32(dst []float32, a float32, x []float32) { axpyF32Generic(dst, a, x) }
 

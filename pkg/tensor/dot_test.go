@@ -275,7 +275,7 @@ func TestQ4x8Kernels(t *testing.T) {
 			rows[k], _ = Quantize(Q4_0, randVec(r, n, 1))
 			all = append(all, rows[k]...)
 		}
-		packed := packQ4x8(all, 8, n)
+		packed := packQ4x8(nil, all, 8, n)
 		const T = q4x8MaxTok
 		xq := make([]int8, T*n)
 		ds := make([]float32, T*nb)

@@ -95,6 +95,12 @@ type Matrix struct {
 // It has the OS map data's pages at once (see prefault), so a matrix over
 // an mmap'd file costs no page faults when first multiplied.
 func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
+	return NewMatrixIn(nil, t, rows, cols, data)
+}
+
+// NewMatrixIn is NewMatrix with the copies made at load (q4_0's repacked
+// rows) placed in arena a (nil: the Go heap).
+func NewMatrixIn(a *WeightArena, t DType, rows, cols int, data []byte) (*Matrix, error) {
 	if rows <= 0 || cols <= 0 {
 		return nil, fmt.Errorf("matrix %dx%d: empty", rows, cols)
 	}
@@ -110,7 +116,7 @@ func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 	if q4Chain(m) {
 		// Like llama.cpp's CPU_REPACK buffers: a copy in the layout the
 		// kernels stream best, made once at load.
-		m.q4 = packQ4x8(data, rows, cols)
+		m.q4 = packQ4x8(a.Alloc(rows/8*(cols/QK)*q4x8GroupBytes), data, rows, cols)
 	}
 	return m, nil
 }

@@ -20,8 +20,11 @@ type ggmlTask struct {
 	// as DotF16Sgemm): the sgemm tokens and their x16 widened to f32.
 	toks []int
 	x32  []float32
-	// All tokens single-row (ggml_vec_dot): ggmlF16Block, DotF16GGML's bits.
+	// All tokens single-row (ggml_vec_dot): ggmlF16Block, DotF16GGML's bits,
+	// over x32 holding every token (all lists them).
 	blockG bool
+	all    []int
+	accG   [][][ggmlTok * 64]float32 // ggmlF16Block's scratch, per worker
 	sgemm  []bool
 	T      int
 	cols   int
@@ -104,6 +107,16 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 		for t := 0; m.blockG && sgemm != nil && t < T; t++ {
 			m.blockG = !sgemm[t]
 		}
+		if m.blockG {
+			m.all = m.all[:0]
+			for t := 0; t < T; t++ {
+				m.all = append(m.all, t)
+			}
+			m.x32 = widenTokens(m.x32, m.x16, m.all, cols)
+			for len(m.accG) < c.Pool.Threads() {
+				m.accG = append(m.accG, nil)
+			}
+		}
 	}
 	c.Pool.Run(m, rows, max(1, minChunkWork/(cols*T)))
 	for i := range m.outs[:m.n] {
@@ -113,7 +126,7 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	return nil
 }
 
-func (m *ggmlTask) Run(_, lo, hi int) {
+func (m *ggmlTask) Run(worker, lo, hi int) {
 	for i := 0; i < m.n; i++ {
 		a, b := max(lo, m.start[i]), min(hi, m.start[i+1])
 		if a >= b {
@@ -123,7 +136,7 @@ func (m *ggmlTask) Run(_, lo, hi int) {
 		w, cols, nOut := o.W, m.cols, o.W.Rows
 		gemmOK := cols%ggmlLanes == 0 && nOut%4 == 0
 		if w.Type == F16 && m.blockG {
-			ggmlF16Block(w, a-m.start[i], b-m.start[i], m.x16, m.T, o.Y)
+			m.accG[worker] = ggmlF16Block(w, a-m.start[i], b-m.start[i], m.x32, m.T, o.Y, m.accG[worker])
 			continue
 		}
 		blocked := w.Type == F16 && gemmOK && len(m.toks) > 0

@@ -30,7 +30,7 @@ func TestMemBandwidth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Threads != threads || res.Bytes != 4<<20 || len(res.GBps) != 3 {
+		if res.Threads != threads || res.Bytes != 4<<20 || len(res.GBps) != 6 || len(res.TwoStreams) != 3 {
 			t.Fatalf("threads %d: %+v", threads, res)
 		}
 		if res.Best() <= 0 || res.Median() <= 0 || res.Median() > res.Best() {

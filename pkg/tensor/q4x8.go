@@ -16,11 +16,14 @@ import (
 const q4x8GroupBytes = 8 * q4BlockBytes
 
 // packQ4x8 repacks a q4_0 matrix (rows a multiple of 8) into groups of
-// eight rows: group g, block b at (g*nb+b)*q4x8GroupBytes.
-func packQ4x8(data []byte, rows, cols int) []byte {
+// eight rows: group g, block b at (g*nb+b)*q4x8GroupBytes. It writes into
+// out (of that size) or, when out is nil, a new slice.
+func packQ4x8(out, data []byte, rows, cols int) []byte {
 	nb := cols / QK
 	rb := nb * q4BlockBytes
-	out := make([]byte, rows/8*nb*q4x8GroupBytes)
+	if out == nil {
+		out = make([]byte, rows/8*nb*q4x8GroupBytes)
+	}
 	for g := 0; g < rows/8; g++ {
 		for b := 0; b < nb; b++ {
 			dst := out[(g*nb+b)*q4x8GroupBytes : (g*nb+b+1)*q4x8GroupBytes]

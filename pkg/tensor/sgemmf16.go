@@ -44,29 +44,49 @@ func sgemmF16Block(w *Matrix, r0, r1 int, x32 []float32, toks []int, y []float32
 // ggmlTok is how many tokens one ggmlF16x16 call takes.
 const ggmlTok = 6
 
+// ggmlChunk is the columns of one ggmlF16Block pass. Each weight value
+// meets every token, so the f32 activations are read T times as often as
+// the weights; whole rows of them (6 tokens x 2048 cols x 4 bytes = 48
+// KiB) fall out of L1 and the kernel waits on L2 (measured: x16 decode
+// ran at L2 bandwidth). A 512-column chunk of six tokens is 12 KiB and
+// stays in L1 while the rows of a block pass over it.
+const ggmlChunk = 512
+
 // ggmlF16Block computes y[t*w.Rows+r] = DotF16GGML(row r, x16 row t) bit
 // for bit (ggml_vec_dot_f16, what llama.cpp uses for single-token rows)
-// for rows [r0, r1) and all T tokens of x16 ([T x w.Cols] halves), one
-// row and six tokens per kernel call. w.Cols must be a multiple of 64.
-func ggmlF16Block(w *Matrix, r0, r1 int, x16 []uint16, T int, y []float32) {
+// for rows [r0, r1) and all T tokens, one row and six tokens per kernel
+// call. x32 holds the T tokens' activations rounded to f16 and widened
+// back to f32 ([T x w.Cols], exact). w.Cols must be a multiple of 64.
+// acc is scratch; it is grown as needed and returned.
+func ggmlF16Block(w *Matrix, r0, r1 int, x32 []float32, T int, y []float32, acc [][ggmlTok * 64]float32) [][ggmlTok * 64]float32 {
 	cols, nOut, rb := w.Cols, w.Rows, w.rowBytes
-	rowBlock := max(1, blockWeights/rb)
-	tokTile := max(ggmlTok, tileActs/(2*cols)/ggmlTok*ggmlTok)
+	rowBlock := max(1, min(16, blockWeights/rb))
+	if len(acc) < rowBlock {
+		acc = make([][ggmlTok * 64]float32, rowBlock)
+	}
 	var res [ggmlTok]float32
 	for b0 := r0; b0 < r1; b0 += rowBlock {
 		b1 := min(r1, b0+rowBlock)
-		for t0 := 0; t0 < T; t0 += tokTile {
-			t1 := min(T, t0+tokTile)
-			for r := b0; r < b1; r++ {
-				row := w.Data[r*rb : (r+1)*rb]
-				for t := t0; t < t1; t += ggmlTok {
-					nt := min(ggmlTok, t1-t)
-					ggmlF16x16(row, x16[t*cols:], cols, nt, &res)
-					for c := 0; c < nt; c++ {
-						y[(t+c)*nOut+r] = res[c]
+		for t := 0; t < T; t += ggmlTok {
+			nt := min(ggmlTok, T-t)
+			for k0 := 0; k0 < cols; k0 += ggmlChunk {
+				kn := min(ggmlChunk, cols-k0)
+				first, last := k0 == 0, k0+kn == cols
+				xs := x32[t*cols+k0:]
+				pf := 0
+				if t == 0 {
+					pf = rowBlock * rb // the next block, while this one is read the first time
+				}
+				for r := b0; r < b1; r++ {
+					ggmlF16x16(w.Data[r*rb+2*k0:], xs, cols, kn, nt, &acc[r-b0], &res, first, last, pf)
+					if last {
+						for c := 0; c < nt; c++ {
+							y[(t+c)*nOut+r] = res[c]
+						}
 					}
 				}
 			}
 		}
 	}
+	return acc
 }

@@ -22,13 +22,24 @@ func sgemmF16x16(w []byte, rowBytes int, x []float32, n, ntok int, out *[4 * sge
 }
 
 //go:noescape
-func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, out *[ggmlTok]float32)
+func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, acc *[ggmlTok * 64]float32, out *[ggmlTok]float32, flags, pf int)
 
-// ggmlF16x16 runs one f16 row of n values (a multiple of 64) against ntok
-// (1..ggmlTok) consecutive f16 activation rows of n values: DotF16GGML's
-// bits for each.
-func ggmlF16x16(w []byte, x []uint16, n, ntok int, out *[ggmlTok]float32) {
+// ggmlF16x16 runs columns [k0, k0+n) of one f16 row (w starts at column
+// k0; n a multiple of 64) against ntok (1..ggmlTok) activation rows of
+// stride values (x starts at column k0 of the first), f16 values widened
+// to f32, continuing the running sums in acc. With first the sums start
+// from zero; with last, out gets DotF16GGML's bits for each token. The
+// kernel prefetches the weights pf bytes ahead of those it reads (prefetch
+// never faults, so pf may point past the matrix).
+func ggmlF16x16(w []byte, x []float32, stride, n, ntok int, acc *[ggmlTok * 64]float32, out *[ggmlTok]float32, first, last bool, pf int) {
 	_ = w[2*n-1]
-	_ = x[(ntok-1)*n+n-1]
-	ggmlF16x16AVX512(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), 2*n, n, ntok, out)
+	_ = x[(ntok-1)*stride+n-1]
+	flags := 0
+	if first {
+		flags |= 1
+	}
+	if last {
+		flags |= 2
+	}
+	ggmlF16x16AVX512(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), 4*stride, n, ntok, acc, out, flags, pf)
 }

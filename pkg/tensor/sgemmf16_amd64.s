@@ -114,14 +114,10 @@ sgnext:
 // Four 16-lane accumulators of one token (f16 activations at XA) against
 // the four converted weight vectors Z0-Z3 (64 values).
 #define GGTOK(XA, A0, A1, A2, A3) \
-	VCVTPH2PS   0 XA, Z28    \
-	VCVTPH2PS   32 XA, Z29   \
-	VCVTPH2PS   64 XA, Z30   \
-	VCVTPH2PS   96 XA, Z31   \
-	VFMADD231PS Z28, Z0, A0  \
-	VFMADD231PS Z29, Z1, A1  \
-	VFMADD231PS Z30, Z2, A2  \
-	VFMADD231PS Z31, Z3, A3
+	VFMADD231PS 0 XA, Z0, A0   \
+	VFMADD231PS 64 XA, Z1, A1  \
+	VFMADD231PS 128 XA, Z2, A2 \
+	VFMADD231PS 192 XA, Z3, A3
 
 // ggml_vec_dot_f16's reduction (AVX-512 builds): (a0+a2)+(a1+a3) lane
 // by lane, then _mm512_reduce_add_ps, into the float at OUT: the order of
@@ -141,19 +137,62 @@ sgnext:
 	VADDSS        X1, X0, X0 \
 	VMOVSS        X0, OUT
 
-// func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, out *[ggmlTok]float32)
-// One f16 row against ntok (1..6) f16 activation rows (xstride bytes
-// apart) with ggml_vec_dot_f16's AVX-512 rounding (DotF16GGML): four
-// 16-lane accumulators over steps of 64 values; n a multiple of 64. The
+// func ggmlF16x16AVX512(w, x unsafe.Pointer, xstride, n, ntok int, acc *[ggmlTok * 64]float32, out *[ggmlTok]float32, flags, pf int)
+// One f16 row against ntok (1..6) activation rows (xstride bytes apart)
+// with ggml_vec_dot_f16's AVX-512 rounding (DotF16GGML): four 16-lane
+// accumulators per token over steps of 64 values; n a multiple of 64. The
+// activations are f16 values already widened to f32 (exact), so each
+// token costs four FMAs with a memory operand and no conversion; the
 // weights are converted once for all the tokens.
-TEXT ·ggmlF16x16AVX512(SB), NOSPLIT, $0-48
+// A dot product may be split into column chunks (so that the chunk of
+// activations stays in L1 while many rows pass): the 24 accumulators
+// live in acc between calls. flags bit 0: start from zero instead of acc;
+// bit 1: the last chunk, reduce into out instead of storing acc. Splitting
+// only spills and reloads the running sums, so the bits are the same.
+// Each step also prefetches the two cache lines pf bytes past its weights
+// (the caller points it at the next block of rows: the hardware
+// prefetcher does not follow row jumps, and without it the matrix's
+// memory time added to the compute time instead of hiding under it).
+TEXT ·ggmlF16x16AVX512(SB), NOSPLIT, $0-72
 	MOVQ   w+0(FP), SI
 	MOVQ   x+8(FP), DI
 	MOVQ   xstride+16(FP), R10
 	MOVQ   n+24(FP), CX
 	MOVQ   ntok+32(FP), BX
+	MOVQ   acc+40(FP), AX
+	MOVQ   flags+56(FP), DX
+	MOVQ   pf+64(FP), R13
 	LEAQ   (R10)(R10*2), R11
 	LEAQ   (DI)(R10*4), R12
+	TESTQ  $1, DX
+	JNE    ggzero
+	VMOVUPS 0(AX), Z4
+	VMOVUPS 64(AX), Z5
+	VMOVUPS 128(AX), Z6
+	VMOVUPS 192(AX), Z7
+	VMOVUPS 256(AX), Z8
+	VMOVUPS 320(AX), Z9
+	VMOVUPS 384(AX), Z10
+	VMOVUPS 448(AX), Z11
+	VMOVUPS 512(AX), Z12
+	VMOVUPS 576(AX), Z13
+	VMOVUPS 640(AX), Z14
+	VMOVUPS 704(AX), Z15
+	VMOVUPS 768(AX), Z16
+	VMOVUPS 832(AX), Z17
+	VMOVUPS 896(AX), Z18
+	VMOVUPS 960(AX), Z19
+	VMOVUPS 1024(AX), Z20
+	VMOVUPS 1088(AX), Z21
+	VMOVUPS 1152(AX), Z22
+	VMOVUPS 1216(AX), Z23
+	VMOVUPS 1280(AX), Z24
+	VMOVUPS 1344(AX), Z25
+	VMOVUPS 1408(AX), Z26
+	VMOVUPS 1472(AX), Z27
+	JMP    ggloop
+
+ggzero:
 	VXORPS Z4, Z4, Z4
 	VXORPS Z5, Z5, Z5
 	VXORPS Z6, Z6, Z6
@@ -180,6 +219,8 @@ TEXT ·ggmlF16x16AVX512(SB), NOSPLIT, $0-48
 	VXORPS Z27, Z27, Z27
 
 ggloop:
+	PREFETCHT0 (SI)(R13*1)
+	PREFETCHT0 64(SI)(R13*1)
 	VCVTPH2PS (SI), Z0
 	VCVTPH2PS 32(SI), Z1
 	VCVTPH2PS 64(SI), Z2
@@ -203,12 +244,42 @@ ggloop:
 
 ggnext:
 	ADDQ $128, SI
-	ADDQ $128, DI
-	ADDQ $128, R12
+	ADDQ $256, DI
+	ADDQ $256, R12
 	SUBQ $64, CX
 	JNE  ggloop
 
-	MOVQ out+40(FP), AX
+	TESTQ $2, DX
+	JNE   ggfinal
+	VMOVUPS Z4, 0(AX)
+	VMOVUPS Z5, 64(AX)
+	VMOVUPS Z6, 128(AX)
+	VMOVUPS Z7, 192(AX)
+	VMOVUPS Z8, 256(AX)
+	VMOVUPS Z9, 320(AX)
+	VMOVUPS Z10, 384(AX)
+	VMOVUPS Z11, 448(AX)
+	VMOVUPS Z12, 512(AX)
+	VMOVUPS Z13, 576(AX)
+	VMOVUPS Z14, 640(AX)
+	VMOVUPS Z15, 704(AX)
+	VMOVUPS Z16, 768(AX)
+	VMOVUPS Z17, 832(AX)
+	VMOVUPS Z18, 896(AX)
+	VMOVUPS Z19, 960(AX)
+	VMOVUPS Z20, 1024(AX)
+	VMOVUPS Z21, 1088(AX)
+	VMOVUPS Z22, 1152(AX)
+	VMOVUPS Z23, 1216(AX)
+	VMOVUPS Z24, 1280(AX)
+	VMOVUPS Z25, 1344(AX)
+	VMOVUPS Z26, 1408(AX)
+	VMOVUPS Z27, 1472(AX)
+	VZEROUPPER
+	RET
+
+ggfinal:
+	MOVQ out+48(FP), AX
 	GGREDUCE(Z4, Z5, Z6, Z7, (AX))
 	GGREDUCE(Z8, Z9, Z10, Z11, 4(AX))
 	GGREDUCE(Z12, Z13, Z14, Z15, 8(AX))
