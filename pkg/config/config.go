@@ -64,8 +64,11 @@ type Config struct {
 	// SyntheticStepMs is the step time of the synthetic backend.
 	SyntheticStepMs float64 `json:"synthetic_step_ms"`
 	Threads         int     `json:"threads"` // CPU backend worker threads; 0 = all cores
-	TP              int     `json:"tp"`
-	GPUUUID         string  `json:"gpu_uuid"`
+	// MmapWeights: the CPU backend computes from the model file's mapping
+	// instead of huge-page copies of its matrices (model.LoadOptions).
+	MmapWeights bool   `json:"mmap_weights"`
+	TP          int    `json:"tp"`
+	GPUUUID     string `json:"gpu_uuid"`
 
 	// HTTP.
 	Host string `json:"host"`

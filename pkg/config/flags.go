@@ -37,6 +37,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&c.Backend, "backend", c.Backend, "infer backend: cpu|cuda|synthetic (synthetic = deterministic test backend)")
 	fs.Float64Var(&c.SyntheticStepMs, "synthetic_step_ms", c.SyntheticStepMs, "step time of the synthetic test backend, ms")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "CPU backend threads (0 = all cores)")
+	fs.BoolVar(&c.MmapWeights, "mmap_weights", c.MmapWeights, "CPU backend: compute from the model file's mapping instead of huge-page copies of the weights (shared page cache, slower decode)")
 	fs.IntVar(&c.TP, "tp", c.TP, "tensor-parallel size")
 	fs.StringVar(&c.GPUUUID, "gpu_uuid", c.GPUUUID, "pin the GPU with this NVML UUID")
 

@@ -114,3 +114,27 @@ func BenchmarkDotQ8Rows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMatVecQ4: single-token q4_0 over a matrix larger than the
+// caches, repacked into huge pages as the model loader does.
+func BenchmarkMatVecQ4(b *testing.B) {
+	a := NewWeightArena()
+	defer a.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	rows, cols := 16384, 2048
+	w0, _ := randMatrix(b, r, Q4_0, rows, cols)
+	w, err := NewMatrixIn(a, Q4_0, rows, cols, w0.Data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := randVec(r, cols, 1)
+	y := make([]float32, rows)
+	ctx := NewCtx(1)
+	defer ctx.Close()
+	for b.Loop() {
+		if err := ctx.MatMul(x, 1, Out{w, y}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(w.q4))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}

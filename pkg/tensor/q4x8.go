@@ -30,8 +30,10 @@ func packQ4x8(out, data []byte, rows, cols int) []byte {
 			for r := 0; r < 8; r++ {
 				src := data[(g*8+r)*rb+b*q4BlockBytes:]
 				dst[2*r], dst[2*r+1] = src[0], src[1]
+				// Four-byte moves, not copy(): copy calls memmove for each
+				// and made loading a 1B model take two seconds.
 				for k := 0; k < 4; k++ {
-					copy(dst[16+32*k+4*r:16+32*k+4*r+4], src[2+4*k:6+4*k])
+					binary.LittleEndian.PutUint32(dst[16+32*k+4*r:], binary.LittleEndian.Uint32(src[2+4*k:]))
 				}
 			}
 		}
