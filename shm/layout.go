@@ -35,6 +35,12 @@ const (
 
 	// MaxRoles is the number of RoleState entries in the header.
 	MaxRoles = 8
+	// MaxBannedTokenIDs bounds the token ids a request bans (LightLLM's
+	// LIGHTLLM_INVALID_TOKEN_IDS_MAX_LENGTH for logit_bias keys). They
+	// live in what was reserved space of the slot, so the layout version
+	// and slot size are unchanged: a slot written without them reads as
+	// none banned.
+	MaxBannedTokenIDs = 10
 	// MaxStopTokenIDs bounds the stop token ids a request carries in shm
 	// (the same bound as pkg/sampler's).
 	MaxStopTokenIDs = 64
@@ -202,7 +208,9 @@ type RoleState struct {
 //	172    4    IsPaused              infer                          router
 //	176    4    TopLogprobs           apiserver                      infer (alternatives per token, 0..20)
 //	180    4    TopRead               apiserver                      infer (top entries copied out)
-//	184    72   (reserved, zero)
+//	184    4    NumBannedTokenIDs     apiserver                      infer
+//	188    40   BannedTokenIDs[10]    apiserver                      infer (never sampled: LightLLM's logit_bias keys)
+//	228    28   (reserved, zero)
 //	256    256  StopTokenIDs[64]      apiserver                      infer
 type Req struct {
 	StateGen          atomic.Uint64
@@ -244,7 +252,9 @@ type Req struct {
 	IsPaused          atomic.Uint32
 	TopLogprobs       atomic.Uint32
 	TopRead           atomic.Uint32
-	_                 [72]byte
+	NumBannedTokenIDs atomic.Uint32
+	BannedTokenIDs    [MaxBannedTokenIDs]atomic.Int32
+	_                 [28]byte
 	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
 }
 

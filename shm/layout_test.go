@@ -69,6 +69,8 @@ func TestLayoutOffsets(t *testing.T) {
 		{"Header.TopEntrySize", unsafe.Offsetof(h.TopEntrySize), 436},
 		{"Req.TopLogprobs", unsafe.Offsetof(q.TopLogprobs), 176},
 		{"Req.TopRead", unsafe.Offsetof(q.TopRead), 180},
+		{"Req.NumBannedTokenIDs", unsafe.Offsetof(q.NumBannedTokenIDs), 184},
+		{"Req.BannedTokenIDs", unsafe.Offsetof(q.BannedTokenIDs), 188},
 		{"Req.StateGen", unsafe.Offsetof(q.StateGen), 0},
 		{"Req.PromptLen", unsafe.Offsetof(q.PromptLen), 48},
 		{"Req.Abort", unsafe.Offsetof(q.Abort), 92},

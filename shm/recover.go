@@ -38,6 +38,8 @@ func (s *Slot) Validate() error {
 		return bad("emitted %d of %d published tokens", emitted, cand)
 	case s.NumStopTokenIDs.Load() > MaxStopTokenIDs:
 		return bad("%d stop ids", s.NumStopTokenIDs.Load())
+	case s.NumBannedTokenIDs.Load() > MaxBannedTokenIDs:
+		return bad("%d banned ids", s.NumBannedTokenIDs.Load())
 	case s.TopLogprobs.Load() > MaxTopLogprobs:
 		return bad("%d top logprobs", s.TopLogprobs.Load())
 	case s.FinishStatus.Load() >= uint32(numFinish):

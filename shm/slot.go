@@ -98,6 +98,7 @@ type Params struct {
 	InputPenalty               bool
 	DisablePromptCache         bool    // neither reuse nor leave prompt-cache KV
 	StopTokenIDs               []int32 // at most MaxStopTokenIDs
+	BannedTokenIDs             []int32 // never sampled; at most MaxBannedTokenIDs
 	// TopLogprobs asks infer for that many most likely alternatives per
 	// output token (0..MaxTopLogprobs), read back with ReadTop.
 	TopLogprobs uint32
@@ -206,6 +207,8 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 			s.Index, len(q.Prompt), p.MaxNewTokens, capTok, ErrTooLong)
 	case len(p.StopTokenIDs) > MaxStopTokenIDs:
 		return fmt.Errorf("slot %d: %d stop token ids, at most %d: %w", s.Index, len(p.StopTokenIDs), MaxStopTokenIDs, ErrTooLong)
+	case len(p.BannedTokenIDs) > MaxBannedTokenIDs:
+		return fmt.Errorf("slot %d: %d banned token ids, at most %d: %w", s.Index, len(p.BannedTokenIDs), MaxBannedTokenIDs, ErrTooLong)
 	case p.TopLogprobs > MaxTopLogprobs:
 		return fmt.Errorf("slot %d: %d top logprobs, at most %d: %w", s.Index, p.TopLogprobs, MaxTopLogprobs, ErrTooLong)
 	}
@@ -238,6 +241,10 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 		s.StopTokenIDs[i].Store(id)
 	}
 	s.NumStopTokenIDs.Store(uint32(len(p.StopTokenIDs)))
+	for i, id := range p.BannedTokenIDs {
+		s.BannedTokenIDs[i].Store(id)
+	}
+	s.NumBannedTokenIDs.Store(uint32(len(p.BannedTokenIDs)))
 	s.TopLogprobs.Store(p.TopLogprobs)
 	return nil
 }
@@ -268,6 +275,12 @@ func (s *Slot) Params() Params {
 		p.StopTokenIDs = make([]int32, n)
 		for i := range p.StopTokenIDs {
 			p.StopTokenIDs[i] = s.StopTokenIDs[i].Load()
+		}
+	}
+	if n := min(s.NumBannedTokenIDs.Load(), MaxBannedTokenIDs); n > 0 {
+		p.BannedTokenIDs = make([]int32, n)
+		for i := range p.BannedTokenIDs {
+			p.BannedTokenIDs[i] = s.BannedTokenIDs[i].Load()
 		}
 	}
 	return p
@@ -400,10 +413,14 @@ func (s *Slot) reset() {
 		&q.OutputLen, &q.KVLen, &q.CandetokenOutLen, &q.FinishStatus, &q.FinishTokenIndex, &q.InferReleased,
 		&q.InferEpoch, &q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
 		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused, &q.TopLogprobs, &q.TopRead,
+		&q.NumBannedTokenIDs,
 	} {
 		f.Store(0)
 	}
 	for i := range q.StopTokenIDs {
 		q.StopTokenIDs[i].Store(0)
+	}
+	for i := range q.BannedTokenIDs {
+		q.BannedTokenIDs[i].Store(0)
 	}
 }

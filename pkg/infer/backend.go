@@ -99,5 +99,6 @@ func samplerParams(p shm.Params) sampler.Params {
 		MaxNewTokens:      int(p.MaxNewTokens),
 		IgnoreEOS:         p.IgnoreEOS,
 		StopTokenIDs:      p.StopTokenIDs,
+		BannedTokenIDs:    p.BannedTokenIDs,
 	}
 }

@@ -115,13 +115,14 @@ func BenchmarkDotQ8Rows(b *testing.B) {
 	}
 }
 
-// BenchmarkMatVecQ4: single-token q4_0 over a matrix larger than the
-// caches, repacked into huge pages as the model loader does.
+// BenchmarkMatVecQ4: single-token q4_0 over a matrix several times the
+// caches (L3 here is 32 MB), repacked into huge pages as the model loader
+// does.
 func BenchmarkMatVecQ4(b *testing.B) {
 	a := NewWeightArena()
 	defer a.Close()
 	r := rand.New(rand.NewPCG(1, 2))
-	rows, cols := 16384, 2048
+	rows, cols := 131072, 2048 // 151 MB packed: several times L3
 	w0, _ := randMatrix(b, r, Q4_0, rows, cols)
 	w, err := NewMatrixIn(a, Q4_0, rows, cols, w0.Data)
 	if err != nil {
@@ -129,12 +130,16 @@ func BenchmarkMatVecQ4(b *testing.B) {
 	}
 	x := randVec(r, cols, 1)
 	y := make([]float32, rows)
-	ctx := NewCtx(1)
-	defer ctx.Close()
-	for b.Loop() {
-		if err := ctx.MatMul(x, 1, Out{w, y}); err != nil {
-			b.Fatal(err)
-		}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			ctx := NewCtx(threads)
+			defer ctx.Close()
+			for b.Loop() {
+				if err := ctx.MatMul(x, 1, Out{w, y}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(w.q4))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
-	b.ReportMetric(float64(len(w.q4))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }

@@ -38,6 +38,7 @@ func testPlainModel(t *testing.T, bin, models string, gold apiGolden) {
 
 	t.Run("native", func(t *testing.T) { testNative(t, c, gold, stopped) })
 	t.Run("native logprobs", func(t *testing.T) { testNativeLogprobs(t, c) })
+	t.Run("native logit_bias", func(t *testing.T) { testNativeLogitBias(t, c, gold) })
 	t.Run("completions", func(t *testing.T) { testCompletions(t, c, gold) })
 	t.Run("completions logprobs", func(t *testing.T) { testCompletionLogprobs(t, c, gold) })
 	t.Run("seeded n", func(t *testing.T) { testSeededN(t, c) })
@@ -456,5 +457,34 @@ func testSeededN(t *testing.T, c *apiClient) {
 		"max_new_tokens": 32, "do_sample": true, "temperature": 1, "seed": 6}}, &one)
 	if len(g.Texts) != 2 || g.Texts[1] != one.GeneratedText[0] || g.Texts[0] != a[0] || g.Texts[1] != a[1] {
 		t.Errorf("native n=2 seed 5 %q; single seed 6 %q; completions seed 5 %q", g.Texts, one.GeneratedText, a[:2])
+	}
+}
+
+// testNativeLogitBias: LightLLM's native logit_bias bans its keys (values
+// are ignored) on every step, through the slot's banned-id field to infer's
+// sampler; the OpenAI endpoints refuse logit_bias, as LightLLM's do.
+func testNativeLogitBias(t *testing.T, c *apiClient, gold apiGolden) {
+	first := gold.Tokens[0] // greedy's first token from BOS
+	banned := map[string]any{fmt.Sprint(first): 5.0, fmt.Sprint(gold.Tokens[1]): -100}
+	var a apiNativeAnswer
+	c.postJSON(t, "/generate", map[string]any{"inputs": "", "parameters": map[string]any{
+		"max_new_tokens": 24, "return_details": true, "logit_bias": banned}}, &a)
+	if len(a.Tokens) != 24 {
+		t.Fatalf("/generate with logit_bias: %d tokens, want 24", len(a.Tokens))
+	}
+	for i, tok := range a.Tokens {
+		if tok.ID == first || tok.ID == gold.Tokens[1] {
+			t.Fatalf("token %d is %d, a banned id (banned %v)", i, tok.ID, banned)
+		}
+	}
+	a2 := c.do(t, http.MethodPost, "/generate", map[string]any{"inputs": "", "parameters": map[string]any{
+		"max_new_tokens": 4, "logit_bias": map[string]any{"99999999": 1}}})
+	if err := (apiHostile{Status: 400, Code: "invalid_value", Param: "parameters.logit_bias"}).Check(a2.status, a2.body); err != nil {
+		t.Errorf("out-of-vocabulary logit_bias key: %v", err)
+	}
+	a3 := c.do(t, http.MethodPost, "/v1/completions", map[string]any{"prompt": "Once", "max_tokens": 4,
+		"logit_bias": map[string]any{fmt.Sprint(first): 1}})
+	if a3.status != 400 {
+		t.Errorf("/v1/completions with logit_bias: status %d, want 400: %s", a3.status, a3.body)
 	}
 }

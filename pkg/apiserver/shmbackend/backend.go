@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -290,8 +291,8 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		return fmt.Errorf("%w: %s is not supported by this server", apiserver.ErrInvalidRequest, what)
 	}
 	switch {
-	case len(p.BannedTokenIDs) > 0:
-		return shm.Params{}, nil, unsupported("logit_bias")
+	case len(p.BannedTokenIDs) > shm.MaxBannedTokenIDs:
+		return shm.Params{}, nil, fmt.Errorf("%w: %d logit_bias ids, at most %d", apiserver.ErrInvalidRequest, len(p.BannedTokenIDs), shm.MaxBannedTokenIDs)
 	case len(p.AllowedTokenIDs) > 0:
 		return shm.Params{}, nil, unsupported("allowed_token_ids")
 	case p.TopLogprobs > shm.MaxTopLogprobs:
@@ -306,7 +307,7 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		MaxNewTokens: uint32(p.MaxNewTokens), IgnoreEOS: p.IgnoreEOS, DoSample: p.DoSample,
 		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
 		InputPenalty: p.InputPenalty, TopLogprobs: uint32(max(p.TopLogprobs, 0)),
-		DisablePromptCache: p.DisablePromptCache,
+		DisablePromptCache: p.DisablePromptCache, BannedTokenIDs: slices.Clone(p.BannedTokenIDs),
 	}
 	if p.TopK <= 0 {
 		out.TopK = -1

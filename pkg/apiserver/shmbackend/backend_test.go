@@ -97,6 +97,7 @@ func TestSubmitFillsSlots(t *testing.T) {
 	b := h.backend()
 	p := greedy(10)
 	p.StopSequences = []apiserver.StopSequence{{Text: "The end", IDs: []int32{9, 10}}, {IDs: []int32{7}}, {IDs: []int32{3, 4}}}
+	p.BannedTokenIDs = []int32{4, 2}
 	st := submit(t, b, 2, p)
 	g := h.recv()
 	if g.GroupID != st.ID || len(g.Slots) != 2 {
@@ -110,7 +111,8 @@ func TestSubmitFillsSlots(t *testing.T) {
 		}
 		prompt, _ := s.Prompt()
 		sp := s.Params()
-		if !slices.Equal(prompt, []int32{1, 5, 6}) || sp.MaxNewTokens != 10 || sp.TopK != 1 || !slices.Equal(sp.StopTokenIDs, []int32{7}) {
+		if !slices.Equal(prompt, []int32{1, 5, 6}) || sp.MaxNewTokens != 10 || sp.TopK != 1 || !slices.Equal(sp.StopTokenIDs, []int32{7}) ||
+			!slices.Equal(sp.BannedTokenIDs, []int32{4, 2}) {
 			t.Errorf("slot %d: prompt %v params %+v", i, prompt, sp)
 		}
 		if s.RequestID.Load() != st.ID+uint64(i) || s.GroupID.Load() != st.ID || s.OwnerEpoch.Load() != b.Epoch() {
@@ -137,7 +139,9 @@ func TestSubmitRefuses(t *testing.T) {
 		want error
 	}{
 		{"more sequences than slots", 3, nil, apiserver.ErrOverloaded},
-		{"logit_bias", 1, func(p *apiserver.SamplingParams) { p.BannedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
+		{"logit_bias over a slot's room", 1, func(p *apiserver.SamplingParams) {
+			p.BannedTokenIDs = make([]int32, shm.MaxBannedTokenIDs+1)
+		}, apiserver.ErrInvalidRequest},
 		{"allowed ids", 1, func(p *apiserver.SamplingParams) { p.AllowedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
 		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = shm.MaxTopLogprobs + 1 }, apiserver.ErrInvalidRequest},
 		{"decay penalty", 1, func(p *apiserver.SamplingParams) { p.ExponentialDecayLengthPenalty.Factor = 1.5 }, apiserver.ErrInvalidRequest},
