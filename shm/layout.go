@@ -210,7 +210,9 @@ type RoleState struct {
 //	180    4    TopRead               apiserver                      infer (top entries copied out)
 //	184    4    NumBannedTokenIDs     apiserver                      infer
 //	188    40   BannedTokenIDs[10]    apiserver                      infer (never sampled: LightLLM's logit_bias keys)
-//	228    28   (reserved, zero)
+//	228    4    DecayStart            apiserver                      infer (exponential_decay_length_penalty start)
+//	232    4    DecayFactor (f32)     apiserver                      infer (its factor; 0 or 1: off)
+//	236    20   (reserved, zero)
 //	256    256  StopTokenIDs[64]      apiserver                      infer
 type Req struct {
 	StateGen          atomic.Uint64
@@ -254,7 +256,9 @@ type Req struct {
 	TopRead           atomic.Uint32
 	NumBannedTokenIDs atomic.Uint32
 	BannedTokenIDs    [MaxBannedTokenIDs]atomic.Int32
-	_                 [28]byte
+	DecayStart        atomic.Uint32
+	DecayFactor       atomic.Uint32
+	_                 [20]byte
 	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
 }
 

@@ -71,6 +71,8 @@ func TestLayoutOffsets(t *testing.T) {
 		{"Req.TopRead", unsafe.Offsetof(q.TopRead), 180},
 		{"Req.NumBannedTokenIDs", unsafe.Offsetof(q.NumBannedTokenIDs), 184},
 		{"Req.BannedTokenIDs", unsafe.Offsetof(q.BannedTokenIDs), 188},
+		{"Req.DecayStart", unsafe.Offsetof(q.DecayStart), 228},
+		{"Req.DecayFactor", unsafe.Offsetof(q.DecayFactor), 232},
 		{"Req.StateGen", unsafe.Offsetof(q.StateGen), 0},
 		{"Req.PromptLen", unsafe.Offsetof(q.PromptLen), 48},
 		{"Req.Abort", unsafe.Offsetof(q.Abort), 92},

@@ -99,6 +99,10 @@ type Params struct {
 	DisablePromptCache         bool    // neither reuse nor leave prompt-cache KV
 	StopTokenIDs               []int32 // at most MaxStopTokenIDs
 	BannedTokenIDs             []int32 // never sampled; at most MaxBannedTokenIDs
+	// DecayStart and DecayFactor are exponential_decay_length_penalty
+	// (sampler.Params); factor 0 (a slot written without it) or 1 is off.
+	DecayStart  uint32
+	DecayFactor float32
 	// TopLogprobs asks infer for that many most likely alternatives per
 	// output token (0..MaxTopLogprobs), read back with ReadTop.
 	TopLogprobs uint32
@@ -245,6 +249,8 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 		s.BannedTokenIDs[i].Store(id)
 	}
 	s.NumBannedTokenIDs.Store(uint32(len(p.BannedTokenIDs)))
+	s.DecayStart.Store(p.DecayStart)
+	s.DecayFactor.Store(math.Float32bits(p.DecayFactor))
 	s.TopLogprobs.Store(p.TopLogprobs)
 	return nil
 }
@@ -269,6 +275,8 @@ func (s *Slot) Params() Params {
 		InputPenalty:               f&FlagInputPenalty != 0,
 		DisablePromptCache:         f&FlagDisablePromptCache != 0,
 		TopLogprobs:                min(s.TopLogprobs.Load(), MaxTopLogprobs),
+		DecayStart:                 s.DecayStart.Load(),
+		DecayFactor:                math.Float32frombits(s.DecayFactor.Load()),
 	}
 	n := min(s.NumStopTokenIDs.Load(), MaxStopTokenIDs)
 	if n > 0 {
@@ -413,7 +421,7 @@ func (s *Slot) reset() {
 		&q.OutputLen, &q.KVLen, &q.CandetokenOutLen, &q.FinishStatus, &q.FinishTokenIndex, &q.InferReleased,
 		&q.InferEpoch, &q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
 		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused, &q.TopLogprobs, &q.TopRead,
-		&q.NumBannedTokenIDs,
+		&q.NumBannedTokenIDs, &q.DecayStart, &q.DecayFactor,
 	} {
 		f.Store(0)
 	}

@@ -100,5 +100,7 @@ func samplerParams(p shm.Params) sampler.Params {
 		IgnoreEOS:         p.IgnoreEOS,
 		StopTokenIDs:      p.StopTokenIDs,
 		BannedTokenIDs:    p.BannedTokenIDs,
+		DecayStart:        int(p.DecayStart),
+		DecayFactor:       p.DecayFactor,
 	}
 }

@@ -48,6 +48,12 @@ type Params struct {
 	StopTokenIDs []int32
 	// BannedTokenIDs are never sampled (LightLLM's logit_bias keys).
 	BannedTokenIDs []int32
+	// DecayStart and DecayFactor are LightLLM's exponential_decay_length_penalty
+	// (start, factor): once more than DecayStart tokens are generated, each
+	// EOS logit l becomes l + |l|*(factor^(generated-DecayStart) - 1), so
+	// ending grows likelier the longer the output. Factor 0 or 1: off.
+	DecayStart  int
+	DecayFactor float32
 }
 
 // Limits on the id lists, as LightLLM's (LIGHTLLM_MAX_STOP_SEQUENCES and logit_bias).
@@ -104,6 +110,10 @@ func (p *Params) Validate(vocab int) error {
 		return bad("%d stop token ids, at most %d", len(p.StopTokenIDs), MaxStopTokenIDs)
 	case len(p.BannedTokenIDs) > MaxBannedTokenIDs:
 		return bad("%d banned token ids, at most %d", len(p.BannedTokenIDs), MaxBannedTokenIDs)
+	case p.DecayStart < 0:
+		return bad("exponential decay start %d must be >= 0", p.DecayStart)
+	case !finite(p.DecayFactor) || (p.DecayFactor != 0 && p.DecayFactor < 1):
+		return bad("exponential decay factor %v must be >= 1 (0: off)", p.DecayFactor)
 	}
 	for _, list := range []struct {
 		name string

@@ -67,6 +67,9 @@ func (s *Sampler) Sample(logits []float32, in *Input) (Result, error) {
 	if p.RepetitionPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
 		s.applyPenalties(logits, in)
 	}
+	if p.DecayFactor > 1 {
+		decayEOS(logits, in.EOS, p.DecayFactor, len(in.Generated)-p.DecayStart)
+	}
 	negInf := float32(math.Inf(-1))
 	if len(in.Generated)+1 < p.MinNewTokens {
 		if !p.IgnoreEOS {
@@ -122,6 +125,23 @@ func (s *Sampler) applyPenalties(logits []float32, in *Input) {
 		s.counts[t] = 0
 	}
 	s.touched = s.touched[:0]
+}
+
+// decayEOS is LightLLM's exponential decay length penalty on the EOS
+// logits (its apply_penalty kernel, in the same order: after the
+// repetition penalties, before the min_new_tokens mask): with n =
+// max(past, 0) tokens past the start, l += |l| * (factor^n - 1), the power
+// taken as exp2(log2(factor) * n) as the kernel does.
+func decayEOS(logits []float32, eos []int32, factor float32, past int) {
+	scale := float32(math.Exp2(float64(float32(math.Log2(float64(factor))))*float64(max(past, 0)))) - 1
+	for _, t := range eos {
+		if t >= 0 && int(t) < len(logits) {
+			l := logits[t]
+			// Clamped: a large factor overflows to +Inf, which would
+			// leave no finite maximum for the softmax.
+			logits[t] = min(l+float32(math.Abs(float64(l)))*scale, math.MaxFloat32)
+		}
+	}
 }
 
 func (s *Sampler) mask(logits []float32, ids []int32, v float32) {

@@ -40,6 +40,10 @@ func TestValidate(t *testing.T) {
 		{"banned id beyond vocab", func(p *Params) { p.BannedTokenIDs = []int32{100} }, false},
 		{"stop id in vocab", func(p *Params) { p.StopTokenIDs = []int32{99} }, true},
 		{"too many stop ids", func(p *Params) { p.StopTokenIDs = make([]int32, MaxStopTokenIDs+1) }, false},
+		{"decay factor 0.5", func(p *Params) { p.DecayFactor = 0.5 }, false},
+		{"decay factor NaN", func(p *Params) { p.DecayFactor = nan }, false},
+		{"decay start -1", func(p *Params) { p.DecayStart, p.DecayFactor = -1, 2 }, false},
+		{"decay (3, 1.5)", func(p *Params) { p.DecayStart, p.DecayFactor = 3, 1.5 }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -348,6 +352,45 @@ func TestExpScale(t *testing.T) {
 			}
 			if dst[0] != 0 {
 				t.Fatalf("masked logit has probability %v", dst[0])
+			}
+		}
+	}
+}
+
+// TestExponentialDecayByHand: LightLLM's exponential_decay_length_penalty
+// raises each EOS logit by |l|*(factor^(generated-start) - 1) once past
+// the start, and the min_new_tokens mask still wins over it.
+func TestExponentialDecayByHand(t *testing.T) {
+	logits := []float32{1, -2, 3, 0.5}
+	eos := []int32{1, 3}
+	s := mustNew(t, len(logits))
+	cases := []struct {
+		name      string
+		start     int
+		factor    float32
+		generated int
+		minNew    int
+		want      []float32
+	}{
+		{"off", 0, 1, 9, 0, []float32{1, -2, 3, 0.5}},
+		{"before the start", 5, 2, 4, 0, []float32{1, -2, 3, 0.5}},
+		{"at the start", 5, 2, 5, 0, []float32{1, -2, 3, 0.5}},
+		// 2 past the start: scale 2^2-1 = 3; -2 + 2*3 = 4, 0.5 + 0.5*3 = 2.
+		{"two past", 5, 2, 7, 0, []float32{1, 4, 3, 2}},
+		{"huge factor stays finite", 0, 1e6, 40, 0, []float32{1, math.MaxFloat32, 3, math.MaxFloat32}},
+		{"min_new_tokens masks it", 0, 2, 3, 9, []float32{1, float32(math.Inf(-1)), 3, float32(math.Inf(-1))}},
+	}
+	for _, c := range cases {
+		p := DefaultParams()
+		p.DecayStart, p.DecayFactor, p.MinNewTokens = c.start, c.factor, c.minNew
+		got := clone(logits)
+		if _, err := s.Sample(got, &Input{Params: &p, Generated: make([]int32, c.generated), EOS: eos}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: logits %v, want %v", c.name, got, c.want)
+				break
 			}
 		}
 	}

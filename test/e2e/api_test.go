@@ -39,6 +39,7 @@ func testPlainModel(t *testing.T, bin, models string, gold apiGolden) {
 	t.Run("native", func(t *testing.T) { testNative(t, c, gold, stopped) })
 	t.Run("native logprobs", func(t *testing.T) { testNativeLogprobs(t, c) })
 	t.Run("native logit_bias", func(t *testing.T) { testNativeLogitBias(t, c, gold) })
+	t.Run("native length decay", func(t *testing.T) { testNativeLengthDecay(t, c) })
 	t.Run("completions", func(t *testing.T) { testCompletions(t, c, gold) })
 	t.Run("completions logprobs", func(t *testing.T) { testCompletionLogprobs(t, c, gold) })
 	t.Run("seeded n", func(t *testing.T) { testSeededN(t, c) })
@@ -486,5 +487,28 @@ func testNativeLogitBias(t *testing.T, c *apiClient, gold apiGolden) {
 		"logit_bias": map[string]any{fmt.Sprint(first): 1}})
 	if a3.status != 400 {
 		t.Errorf("/v1/completions with logit_bias: status %d, want 400: %s", a3.status, a3.body)
+	}
+}
+
+// testNativeLengthDecay: exponential_decay_length_penalty [start, factor]
+// reaches infer's sampler: with factor 1e6 from the start, the EOS logit
+// explodes at the second token, so the request stops there on EOS; without
+// it the same prompt runs to max_new_tokens.
+func testNativeLengthDecay(t *testing.T, c *apiClient) {
+	run := func(extra map[string]any) apiNativeAnswer {
+		p := map[string]any{"max_new_tokens": 30, "return_details": true, "ignore_eos": false}
+		for k, v := range extra {
+			p[k] = v
+		}
+		var a apiNativeAnswer
+		c.postJSON(t, "/generate", map[string]any{"inputs": "Once upon a time", "parameters": p}, &a)
+		return a
+	}
+	if a := run(nil); a.Count != 30 || a.FinishReason != "length" {
+		t.Fatalf("control: %d tokens, finish %q; want 30, length", a.Count, a.FinishReason)
+	}
+	a := run(map[string]any{"exponential_decay_length_penalty": []any{0, 1e6}})
+	if a.Count != 2 || a.FinishReason != "stop" {
+		t.Fatalf("with the decay: %d tokens, finish %q; want 2, stop (EOS at the second token)", a.Count, a.FinishReason)
 	}
 }

@@ -297,8 +297,6 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		return shm.Params{}, nil, unsupported("allowed_token_ids")
 	case p.TopLogprobs > shm.MaxTopLogprobs:
 		return shm.Params{}, nil, fmt.Errorf("%w: %d top logprobs, at most %d", apiserver.ErrInvalidRequest, p.TopLogprobs, shm.MaxTopLogprobs)
-	case p.ExponentialDecayLengthPenalty.Factor != 1 && p.ExponentialDecayLengthPenalty.Factor != 0:
-		return shm.Params{}, nil, unsupported("exponential_decay_length_penalty")
 	}
 	out := shm.Params{
 		Temperature: float32(p.Temperature), TopP: float32(p.TopP), TopK: int32(p.TopK),
@@ -308,6 +306,8 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
 		InputPenalty: p.InputPenalty, TopLogprobs: uint32(max(p.TopLogprobs, 0)),
 		DisablePromptCache: p.DisablePromptCache, BannedTokenIDs: slices.Clone(p.BannedTokenIDs),
+		DecayStart:  uint32(max(p.ExponentialDecayLengthPenalty.Start, 0)),
+		DecayFactor: float32(p.ExponentialDecayLengthPenalty.Factor),
 	}
 	if p.TopK <= 0 {
 		out.TopK = -1

@@ -98,6 +98,7 @@ func TestSubmitFillsSlots(t *testing.T) {
 	p := greedy(10)
 	p.StopSequences = []apiserver.StopSequence{{Text: "The end", IDs: []int32{9, 10}}, {IDs: []int32{7}}, {IDs: []int32{3, 4}}}
 	p.BannedTokenIDs = []int32{4, 2}
+	p.ExponentialDecayLengthPenalty = apiserver.DecayPenalty{Start: 3, Factor: 1.5}
 	st := submit(t, b, 2, p)
 	g := h.recv()
 	if g.GroupID != st.ID || len(g.Slots) != 2 {
@@ -112,7 +113,7 @@ func TestSubmitFillsSlots(t *testing.T) {
 		prompt, _ := s.Prompt()
 		sp := s.Params()
 		if !slices.Equal(prompt, []int32{1, 5, 6}) || sp.MaxNewTokens != 10 || sp.TopK != 1 || !slices.Equal(sp.StopTokenIDs, []int32{7}) ||
-			!slices.Equal(sp.BannedTokenIDs, []int32{4, 2}) {
+			!slices.Equal(sp.BannedTokenIDs, []int32{4, 2}) || sp.DecayStart != 3 || sp.DecayFactor != 1.5 {
 			t.Errorf("slot %d: prompt %v params %+v", i, prompt, sp)
 		}
 		if s.RequestID.Load() != st.ID+uint64(i) || s.GroupID.Load() != st.ID || s.OwnerEpoch.Load() != b.Epoch() {
@@ -144,7 +145,6 @@ func TestSubmitRefuses(t *testing.T) {
 		}, apiserver.ErrInvalidRequest},
 		{"allowed ids", 1, func(p *apiserver.SamplingParams) { p.AllowedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
 		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = shm.MaxTopLogprobs + 1 }, apiserver.ErrInvalidRequest},
-		{"decay penalty", 1, func(p *apiserver.SamplingParams) { p.ExponentialDecayLengthPenalty.Factor = 1.5 }, apiserver.ErrInvalidRequest},
 		{"too long for a slot", 1, func(p *apiserver.SamplingParams) { p.MaxNewTokens = 100 }, apiserver.ErrInvalidRequest},
 		{"n out of range", 9, nil, apiserver.ErrInvalidRequest},
 	}
