@@ -7,6 +7,13 @@ import "math"
 // nearest even, block scale rounded to f16), storing values in qs and the
 // f16-rounded block scales as float32 in ds (len(x)/32).
 func QuantizeActQ8(x []float32, qs []int8, ds []float32) {
+	if quantizeActQ8(x, qs, ds) {
+		return
+	}
+	quantizeActQ8Generic(x, qs, ds)
+}
+
+func quantizeActQ8Generic(x []float32, qs []int8, ds []float32) {
 	nb := len(x) / QK
 	qs = qs[:nb*QK]
 	ds = ds[:nb]

@@ -1,5 +1,8 @@
 package tensor
 
+// arenaChunk: one mapping per this many bytes of weights.
+const arenaChunk = 256 << 20
+
 // WeightArena holds copies of weight matrices in anonymous memory advised
 // for transparent huge pages (Linux, THP not "never"). Decode streams
 // every matrix once per token; from the 4 KiB pages of a file mapping the

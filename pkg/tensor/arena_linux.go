@@ -9,10 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	hugePage   = 2 << 20
-	arenaChunk = 256 << 20 // one mapping per this many bytes of weights
-)
+const hugePage = 2 << 20
 
 // NewWeightArena returns an arena, or nil (copies disabled) when the kernel
 // will not give huge pages to anonymous memory that asks for them.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -301,6 +302,47 @@ func TestQ4x8Kernels(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestQuantizeActQ8MatchesGeneric: the assembly quantizer gives the Go
+// loop's bytes and scales, including all-zero blocks, exact .5 ties and
+// huge and tiny magnitudes.
+func TestQuantizeActQ8MatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, n := range []int{32, 64, 2048, 5632} {
+		x := make([]float32, n)
+		for i := range x {
+			switch r.IntN(6) {
+			case 0:
+				x[i] = 0
+			case 1:
+				x[i] = float32(r.IntN(255)-127) / 2 // ties after scaling when amax is 127
+			case 2:
+				x[i] = float32(r.NormFloat64() * 1e30)
+			case 3:
+				x[i] = float32(r.NormFloat64() * 1e-30)
+			default:
+				x[i] = float32(r.NormFloat64())
+			}
+		}
+		for b := 0; b < n/QK; b += 3 { // some blocks all zero, some with amax exactly 63.5
+			for j := 0; j < QK; j++ {
+				x[b*QK+j] = 0
+			}
+		}
+		q1, q2 := make([]int8, n), make([]int8, n)
+		d1, d2 := make([]float32, n/QK), make([]float32, n/QK)
+		QuantizeActQ8(x, q1, d1)
+		quantizeActQ8Generic(x, q2, d2)
+		if !slices.Equal(q1, q2) || !slices.Equal(d1, d2) {
+			for i := range q1 {
+				if q1[i] != q2[i] {
+					t.Fatalf("n=%d: value %d (x=%v) quantized %d, generic %d", n, i, x[i], q1[i], q2[i])
+				}
+			}
+			t.Fatalf("n=%d: scales differ: %v vs %v", n, d1, d2)
 		}
 	}
 }

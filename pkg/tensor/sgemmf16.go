@@ -46,11 +46,13 @@ const ggmlTok = 6
 
 // ggmlChunk is the columns of one ggmlF16Block pass. Each weight value
 // meets every token, so the f32 activations are read T times as often as
-// the weights; whole rows of them (6 tokens x 2048 cols x 4 bytes = 48
+// the weights; whole rows of them (6 tokens x 5632 cols x 4 bytes = 132
 // KiB) fall out of L1 and the kernel waits on L2 (measured: x16 decode
-// ran at L2 bandwidth). A 512-column chunk of six tokens is 12 KiB and
-// stays in L1 while the rows of a block pass over it.
-const ggmlChunk = 512
+// ran at L2 bandwidth). A 1024-column chunk of six tokens is 24 KiB and
+// stays in L1 while the rows of a block pass over it; each chunk boundary
+// spills and reloads the 24 running sums, which made 512 columns ~8%
+// slower and whole rows ~20% slower (BenchmarkGGMLF16Block, out of cache).
+const ggmlChunk = 1024
 
 // ggmlF16Block computes y[t*w.Rows+r] = DotF16GGML(row r, x16 row t) bit
 // for bit (ggml_vec_dot_f16, what llama.cpp uses for single-token rows)
