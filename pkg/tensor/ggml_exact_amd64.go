@@ -129,6 +129,9 @@ func dotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
 	}
 }
 
+//go:noescape
+func ggmlFlashAcc64AVX2(acc, v unsafe.Pointer, offs *int, ms, vs *float32, n int)
+
 func flashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
 	hd := len(acc)
 	if !hasAVX2 || hd%8 != 0 || len(offs) == 0 || hd == 0 {
@@ -137,6 +140,14 @@ func flashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
 	}
 	for _, o := range offs {
 		_ = v[o+hd-1]
+	}
+	_, _ = ms[len(offs)-1], vs[len(offs)-1]
+	if hd%64 == 0 {
+		// 64 columns per pass: eight independent chains per key.
+		for c := 0; c < hd; c += 64 {
+			ggmlFlashAcc64AVX2(unsafe.Pointer(&acc[c]), unsafe.Pointer(&v[c]), &offs[0], &ms[0], &vs[0], len(offs))
+		}
+		return
 	}
 	ggmlFlashAccF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), &offs[0], &ms[0], &vs[0], len(offs), hd)
 }

@@ -559,6 +559,93 @@ facdone:
 	VZEROUPPER
 	RET
 
+// One column block of 8 in ggmlFlashAcc64AVX2: ACC = f16(fma(v, Y8, ACC)),
+// v the 8 halves at OFF(R11); T/XT a temporary.
+#define FAMAD(OFF, ACC, T, XT) \
+	VCVTPH2PS   OFF(R11), T \
+	VFMADD231PS Y8, T, ACC  \
+	VCVTPS2PH   $0, ACC, XT \
+	VCVTPH2PS   XT, ACC
+
+// ACC = f16(ACC * Y8).
+#define FASCALE(ACC, XT) \
+	VMULPS    Y8, ACC, ACC \
+	VCVTPS2PH $0, ACC, XT  \
+	VCVTPH2PS XT, ACC
+
+// func ggmlFlashAcc64AVX2(acc, v unsafe.Pointer, offs *int, ms, vs *float32, n int)
+// ggmlFlashAccF16AVX2 for 64 columns at once: the eight 8-column blocks
+// are independent chains, run side by side key by key instead of one
+// after another, so a key costs the blocks' throughput rather than eight
+// times the convert-FMA-convert latency. Same operations per column.
+TEXT ·ggmlFlashAcc64AVX2(SB), NOSPLIT, $0-48
+	MOVQ      acc+0(FP), DI
+	MOVQ      v+8(FP), SI
+	MOVQ      offs+16(FP), R8
+	MOVQ      ms+24(FP), R9
+	MOVQ      vs+32(FP), R10
+	MOVQ      n+40(FP), CX
+	MOVL      $0x3f800000, AX
+	VMOVD     AX, X15            // 1.0
+	VCVTPH2PS 0(DI), Y0
+	VCVTPH2PS 16(DI), Y1
+	VCVTPH2PS 32(DI), Y2
+	VCVTPH2PS 48(DI), Y3
+	VCVTPH2PS 64(DI), Y4
+	VCVTPH2PS 80(DI), Y5
+	VCVTPH2PS 96(DI), Y6
+	VCVTPH2PS 112(DI), Y7
+
+fa64key:
+	TESTQ    CX, CX
+	JEQ      fa64done
+	VMOVSS   (R9), X8
+	VUCOMISS X15, X8
+	JNE      fa64scale
+	JPS      fa64scale
+
+fa64mad:
+	MOVQ         (R8), R11
+	LEAQ         (SI)(R11*2), R11
+	VBROADCASTSS (R10), Y8
+	FAMAD(0, Y0, Y9, X9)
+	FAMAD(16, Y1, Y10, X10)
+	FAMAD(32, Y2, Y11, X11)
+	FAMAD(48, Y3, Y12, X12)
+	FAMAD(64, Y4, Y9, X9)
+	FAMAD(80, Y5, Y10, X10)
+	FAMAD(96, Y6, Y11, X11)
+	FAMAD(112, Y7, Y12, X12)
+	ADDQ         $8, R8
+	ADDQ         $4, R9
+	ADDQ         $4, R10
+	DECQ         CX
+	JMP          fa64key
+
+fa64scale:
+	VBROADCASTSS X8, Y8
+	FASCALE(Y0, X9)
+	FASCALE(Y1, X10)
+	FASCALE(Y2, X11)
+	FASCALE(Y3, X12)
+	FASCALE(Y4, X9)
+	FASCALE(Y5, X10)
+	FASCALE(Y6, X11)
+	FASCALE(Y7, X12)
+	JMP fa64mad
+
+fa64done:
+	VCVTPS2PH $0, Y0, 0(DI)
+	VCVTPS2PH $0, Y1, 16(DI)
+	VCVTPS2PH $0, Y2, 32(DI)
+	VCVTPS2PH $0, Y3, 48(DI)
+	VCVTPS2PH $0, Y4, 64(DI)
+	VCVTPS2PH $0, Y5, 80(DI)
+	VCVTPS2PH $0, Y6, 96(DI)
+	VCVTPS2PH $0, Y7, 112(DI)
+	VZEROUPPER
+	RET
+
 // func ggmlSgemmF16x16AVX2(a, b unsafe.Pointer, n int) float32
 // tinyBLAS<16> over IEEE halves (llama.cpp's f16 weights times activations
 // converted to f16): one 16-lane accumulator, then _mm512_reduce_add_ps.

@@ -151,7 +151,7 @@ func TestDotF16GGMLRows(t *testing.T) {
 
 func TestFlashAccF16(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
-	for _, hd := range []int{8, 16, 64, 12} {
+	for _, hd := range []int{8, 16, 64, 12, 128, 192} {
 		v := make([]uint16, 50*hd)
 		for i := range v {
 			v[i] = F32ToF16(float32(r.NormFloat64()))
@@ -167,6 +167,10 @@ func TestFlashAccF16(t *testing.T) {
 			}
 		}
 		a1, a2 := make([]uint16, hd), make([]uint16, hd)
+		for i := range a1 { // a running accumulator, as when called again
+			a1[i] = F32ToF16(float32(r.NormFloat64()))
+			a2[i] = a1[i]
+		}
 		FlashAccF16(a1, v, offs, ms, vs)
 		flashAccF16Generic(a2, v, offs, ms, vs)
 		for i := range a1 {
