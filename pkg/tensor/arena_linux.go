@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,8 +37,7 @@ func (a *WeightArena) Copy(b []byte, fileMapped bool) []byte {
 	if dst == nil {
 		return b
 	}
-	prefault(b) // one batched fault-in instead of one fault per 4 KiB
-	copy(dst, b)
+	parallelCopy(dst, b)
 	a.copied += int64(len(b))
 	if fileMapped {
 		release(b)
@@ -64,6 +66,37 @@ func (a *WeightArena) Alloc(n int) []byte {
 	dst := a.free[:n:n]
 	a.free = a.free[padded:]
 	return dst
+}
+
+// parallelCopy copies src to dst on every core, in pieces of whole huge
+// pages: the time goes to faulting in the source's file pages and the
+// destination's huge pages, which the kernel does per faulting thread.
+func parallelCopy(dst, src []byte) {
+	const piece = 16 << 20
+	workers := min(runtime.GOMAXPROCS(0), (len(src)+piece-1)/piece)
+	if workers <= 1 {
+		prefault(src)
+		copy(dst, src)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				lo := int(next.Add(piece)) - piece
+				if lo >= len(src) {
+					return
+				}
+				hi := min(lo+piece, len(src))
+				prefault(src[lo:hi])
+				copy(dst[lo:hi], src[lo:hi])
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Close unmaps the arena's memory.

@@ -143,3 +143,40 @@ func BenchmarkMatVecQ4(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkF16Rows1: single-token f16 rows (DotF16GGML's bits) over a
+// matrix several times the caches, in huge pages: the per-row kernel
+// against ggmlF16Block with one token.
+func BenchmarkF16Rows1(b *testing.B) {
+	if !hasSgemmF16 || GGMLLanes() != 16 {
+		b.Skip("needs AVX-512")
+	}
+	a := NewWeightArena()
+	defer a.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	rows, cols := 32768, 2048
+	w, _ := randMatrix(b, r, F16, rows, cols)
+	w.Data = a.Copy(w.Data, false)
+	x := randVec(r, cols, 1)
+	x16 := make([]uint16, cols)
+	for i, v := range x {
+		x16[i] = F32ToF16(v)
+		x[i] = F16ToF32(x16[i])
+	}
+	y := make([]float32, rows)
+	b.Run("dotrows", func(b *testing.B) {
+		for b.Loop() {
+			for i := 0; i < rows; i++ {
+				y[i] = DotF16GGML(bytesAsU16(w.Row(i)), x16)
+			}
+		}
+		b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	})
+	b.Run("block", func(b *testing.B) {
+		var acc [][ggmlTok * 64]float32
+		for b.Loop() {
+			acc = ggmlF16Block(w, 0, rows, x, 1, y, acc)
+		}
+		b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	})
+}
