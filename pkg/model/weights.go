@@ -203,19 +203,16 @@ func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.
 	if len(t.shape) != 2 || t.shape[0] != rows || t.shape[1] != cols {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, rows, cols)
 	}
-	data := t.data
-	if streamed && l.arena != nil && t.typ != tensor.Q4_0 {
-		if want, err := t.typ.RowBytes(cols); err == nil && want*rows == len(data) {
-			data = l.arena.Copy(data, t.mapped)
-		}
-	}
 	var arena *tensor.WeightArena // q4_0's repacked copy goes there
 	if streamed {
 		arena = l.arena
 	}
-	m, err := tensor.NewMatrixIn(arena, t.typ, rows, cols, data)
+	m, err := tensor.NewMatrixIn(arena, t.typ, rows, cols, t.data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.src.path(), t.name, err)
+	}
+	if arena != nil && t.typ != tensor.Q4_0 {
+		m.Data = arena.Copy(m.Data, t.mapped)
 	}
 	l.counts[t.typ] += int64(len(t.data))
 	return m, nil

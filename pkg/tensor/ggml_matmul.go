@@ -21,9 +21,8 @@ type ggmlTask struct {
 	toks []int
 	x32  []float32
 	// All tokens single-row (ggml_vec_dot): ggmlF16Block, DotF16GGML's bits,
-	// over x32 holding every token (all lists them).
+	// over x32 holding every token.
 	blockG bool
-	all    []int
 	accG   [][][ggmlTok * 64]float32 // ggmlF16Block's scratch, per worker
 	sgemm  []bool
 	T      int
@@ -108,11 +107,7 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 			m.blockG = !sgemm[t]
 		}
 		if m.blockG {
-			m.all = m.all[:0]
-			for t := 0; t < T; t++ {
-				m.all = append(m.all, t)
-			}
-			m.x32 = widenTokens(m.x32, m.x16, m.all, cols)
+			m.x32 = widenAll(m.x32, m.x16)
 			for len(m.accG) < c.Pool.Threads() {
 				m.accG = append(m.accG, nil)
 			}
@@ -184,6 +179,19 @@ func widenTokens(dst []float32, x16 []uint16, toks []int, cols int) []float32 {
 		for k, h := range x16[t*cols : (t+1)*cols] {
 			dst[j*cols+k] = F16ToF32(h)
 		}
+	}
+	return dst
+}
+
+// widenAll converts every f16 value of x16 to f32 into dst, growing it as
+// needed.
+func widenAll(dst []float32, x16 []uint16) []float32 {
+	if cap(dst) < len(x16) {
+		dst = make([]float32, len(x16))
+	}
+	dst = dst[:len(x16)]
+	for i, h := range x16 {
+		dst[i] = F16ToF32(h)
 	}
 	return dst
 }
