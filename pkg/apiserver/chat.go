@@ -29,9 +29,9 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	o.rejectUnknown(chatFields)
+	s.ignoreUnknown(o, chatFields, pathChat)
 	req := &chatRequest{n: 1}
-	s.parseOpenAICommon(o, &req.openAIRequest)
+	s.parseOpenAICommon(o, &req.openAIRequest, pathChat)
 	req.params.AddSpecialTokens = false // the template writes BOS itself
 	if v := o.boolean("add_special_tokens"); v != nil {
 		req.params.AddSpecialTokens = *v

@@ -31,9 +31,9 @@ func (s *Server) parseCompletion(body []byte) (*completionRequest, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	o.rejectUnknown(completionFields)
+	s.ignoreUnknown(o, completionFields, pathCompletions)
 	req := &completionRequest{n: 1, logprobs: -1}
-	s.parseOpenAICommon(o, &req.openAIRequest)
+	s.parseOpenAICommon(o, &req.openAIRequest, pathCompletions)
 	if v := o.intIn("n", 1, MaxBestOf); v != nil {
 		req.n = int(*v)
 	}

@@ -36,6 +36,8 @@ const (
 	codeDraining         = "draining"
 	codeNoChatTemplate   = "no_chat_template"
 	codeInternal         = "internal_error"
+	codeInvalidAPIKey    = "invalid_api_key"
+	codeCORSDenied       = "cors_origin_not_allowed"
 )
 
 // apiError is an error with the HTTP answer it deserves.

@@ -92,6 +92,12 @@ func startServer(t testing.TB, opts apiserver.Options, bopts fakebackend.Options
 
 func startWith(t testing.TB, opts apiserver.Options, be apiserver.Backend, tok *tokenizer.Tokenizer) *testServer {
 	t.Helper()
+	return startWithLog(t, opts, be, tok, zerolog.Nop())
+}
+
+// startWithLog is startWith with the server logging to log.
+func startWithLog(t testing.TB, opts apiserver.Options, be apiserver.Backend, tok *tokenizer.Tokenizer, log zerolog.Logger) *testServer {
+	t.Helper()
 	if opts.MaxReqTotalLen == 0 {
 		opts.MaxReqTotalLen = 512
 	}
@@ -101,7 +107,7 @@ func startWith(t testing.TB, opts apiserver.Options, be apiserver.Backend, tok *
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return time.Unix(1700000000, 0) }
 	}
-	srv, err := apiserver.New(opts, be, tok, zerolog.Nop())
+	srv, err := apiserver.New(opts, be, tok, log)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -24,7 +24,7 @@ func (s *Server) routes() http.Handler {
 		"/get_server_info":     {http.MethodGet: s.handleServerInfo, http.MethodPost: s.handleServerInfo},
 		"/metrics":             {http.MethodGet: s.handleMetrics},
 	}}
-	return s.wrap(rt)
+	return s.wrap(s.guard(rt))
 }
 
 // handleHealth is LightLLM's /health: 200 {"message":"Ok"} when the engine
@@ -146,11 +146,12 @@ type modelCard struct {
 
 // handleModels is OpenAI's GET /v1/models with LightLLM's max_model_len.
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []modelCard{{ID: s.model, Object: "model", Created: s.opts.Created.Unix(), OwnedBy: "lightllm",
-			MaxModelLen: s.lengthLimit()}},
-	})
+	cards := make([]modelCard, len(s.served))
+	for i, name := range s.served {
+		cards[i] = modelCard{ID: name, Object: "model", Created: s.opts.Created.Unix(), OwnedBy: "lightllm",
+			MaxModelLen: s.lengthLimit()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": cards})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

@@ -56,7 +56,7 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 		return nil, o.err
 	}
 	params.rejectUnknown(nativeParams)
-	samplingFields(params, &p)
+	samplingFields(params, &p, false)
 	maxTokensField(params, "max_new_tokens", &p)
 	minTokensField(params, "min_new_tokens", 1, &p)
 	if v := params.boolean("input_penalty"); v != nil {

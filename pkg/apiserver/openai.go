@@ -28,17 +28,17 @@ type openAIRequest struct {
 }
 
 // parseOpenAICommon reads the shared fields of a completions or chat body.
-func (s *Server) parseOpenAICommon(o *object, req *openAIRequest) {
+func (s *Server) parseOpenAICommon(o *object, req *openAIRequest, path string) {
 	req.params = s.defaultParams(true)
 	p := &req.params
 	if v := o.str("model"); v != nil {
 		req.model = *v
-		if s.opts.StrictModelName && *v != s.model && *v != "" {
+		if s.strictModel() && *v != "" && !s.serves(*v) {
 			o.fail(&apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
-				Message: "The model `" + *v + "` does not exist; this server serves `" + s.model + "`"})
+				Message: "The model `" + *v + "` does not exist; this server serves " + s.servedList()})
 		}
 	}
-	samplingFields(o, p)
+	samplingFields(o, p, true)
 	if v := o.float("temperature"); v != nil && *v > 2 {
 		o.fail(invalidValue("temperature", "'temperature' must be in [0, 2], got %g", *v))
 	}
@@ -46,7 +46,7 @@ func (s *Server) parseOpenAICommon(o *object, req *openAIRequest) {
 		req.stream = *v
 	}
 	if so := o.child("stream_options"); so != nil {
-		so.rejectUnknown(setOf("include_usage", "continuous_usage_stats"))
+		s.ignoreUnknown(so, setOf("include_usage", "continuous_usage_stats"), path)
 		if v := so.boolean("include_usage"); v != nil {
 			req.includeUsage = *v
 		}

@@ -72,9 +72,9 @@ func (s *Server) defaultParams(openAI bool) SamplingParams {
 
 // samplingFields reads the sampling parameters both APIs share, under the
 // same names, range-checking each as LightLLM's verify() does (plus the
-// NaN/huge-number checks it lacks). penaltyMin is LightLLM's 0 for presence
-// and frequency penalties.
-func samplingFields(o *object, p *SamplingParams) {
+// NaN/huge-number checks it lacks). openAI selects OpenAI's ranges where
+// they differ: any integer seed (see openAISeed).
+func samplingFields(o *object, p *SamplingParams, openAI bool) {
 	if v := o.boolean("do_sample"); v != nil {
 		p.DoSample = *v
 	}
@@ -119,7 +119,9 @@ func samplingFields(o *object, p *SamplingParams) {
 	if v := o.boolean("ignore_eos"); v != nil {
 		p.IgnoreEOS = *v
 	}
-	if v := o.integer("seed"); v != nil {
+	if v := o.integer("seed"); v != nil && openAI {
+		p.Seed = openAISeed(*v)
+	} else if v != nil {
 		if *v < -1 {
 			o.fail(invalidValue(o.name("seed"), "'%s' must be -1 (random) or an integer in [0, %d], got %d", o.name("seed"), int64(math.MaxInt64), *v))
 		}

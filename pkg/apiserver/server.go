@@ -99,9 +99,23 @@ type Options struct {
 	SkipSpecialTokens bool
 	// InputPenalty is LightLLM's env INPUT_PENALTY default.
 	InputPenalty bool
+	// ServedModelNames (--served_model_name, vLLM's flag) are the names
+	// the OpenAI API serves the model under: the first is the name
+	// responses and /v1/models' first entry carry, replacing ModelName
+	// there; a request naming another model gets 404 model_not_found.
+	ServedModelNames []string
 	// StrictModelName answers 404 model_not_found to OpenAI requests that
-	// name another model (LightLLM ignores the name).
+	// name another model (LightLLM ignores the name); implied by
+	// ServedModelNames.
 	StrictModelName bool
+	// APIKeys, when set, are the bearer tokens every endpoint but the
+	// probes (/health, /healthz, /liveness, /readiness) requires; 401
+	// otherwise. MetricsNeedAPIKey puts /metrics behind them too.
+	APIKeys           []string
+	MetricsNeedAPIKey bool
+	// AllowedOrigins enables CORS for these origins ("*": any) and
+	// answers their preflight OPTIONS requests.
+	AllowedOrigins []string
 	// Metrics serves /metrics (the metric role's text plus live gauges).
 	Metrics http.Handler
 	// ServerInfo is what /get_server_info returns (the resolved config).
@@ -123,7 +137,10 @@ type Server struct {
 	tok     Tokenizer
 	log     zerolog.Logger
 	vocab   int
-	model   string // served model name
+	model   string   // served model name
+	served  []string // every served name, model first
+
+	unknownFields fieldWarner // OpenAI fields ignored so far
 
 	chat    *chattmpl.Template
 	chatErr error // why chat is unavailable
@@ -174,6 +191,11 @@ func New(opts Options, backend Backend, tok Tokenizer, log zerolog.Logger) (*Ser
 	}
 	if s.model == "" {
 		s.model = "default_model_name"
+	}
+	s.served = []string{s.model}
+	if len(opts.ServedModelNames) > 0 {
+		s.model = opts.ServedModelNames[0]
+		s.served = append([]string(nil), opts.ServedModelNames...)
 	}
 	src := opts.ChatTemplate
 	if src == "" {

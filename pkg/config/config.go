@@ -74,6 +74,18 @@ type Config struct {
 	Host string `json:"host"`
 	Port int    `json:"port"`
 
+	// API. ServedModelName are the names the OpenAI API serves the model
+	// under (vLLM's --served_model_name; the first one is reported);
+	// requests naming another model get 404. APIKey, when set, are the
+	// bearer tokens every endpoint but the probes requires (a secret:
+	// redacted wherever the config is shown, and the saved config is then
+	// readable by its owner only); MetricsNeedAPIKey puts /metrics behind
+	// them too. AllowedOrigins enables CORS for those origins ("*": any).
+	ServedModelName   []string `json:"served_model_name,omitempty"`
+	APIKey            []string `json:"api_key,omitempty"`
+	MetricsNeedAPIKey bool     `json:"metrics_need_api_key,omitempty"`
+	AllowedOrigins    []string `json:"allowed_origins,omitempty"`
+
 	// Capacity and scheduling.
 	MaxTotalTokenNum          int      `json:"max_total_token_num"`  // resolved: KV capacity in tokens
 	MaxReqTotalLen            int      `json:"max_req_total_len"`    // resolved: from the model's context length

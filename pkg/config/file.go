@@ -55,7 +55,11 @@ func (c *Config) Save(path string) error {
 		tmp.Close()
 		return fmt.Errorf("save config %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	mode := os.FileMode(0o644)
+	if len(c.APIKey) > 0 {
+		mode = 0o600 // the keys are secrets
+	}
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("save config %s: %w", path, err)
 	}

@@ -43,6 +43,10 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 
 	fs.StringVar(&c.Host, "host", c.Host, "HTTP bind address")
 	fs.IntVar(&c.Port, "port", c.Port, "HTTP port")
+	fs.Var(strList{&c.ServedModelName}, "served_model_name", "names the OpenAI API serves the model under, comma separated (the first is reported; others get 404 model_not_found)")
+	fs.Var(strList{&c.APIKey}, "api_key", "require `Authorization: Bearer KEY` on every endpoint but /health, /healthz, /liveness, /readiness (comma separated keys; also $LIGHTLLM_API_KEY)")
+	fs.BoolVar(&c.MetricsNeedAPIKey, "metrics_need_api_key", c.MetricsNeedAPIKey, "with --api_key, /metrics needs the key too (default: open for Prometheus)")
+	fs.Var(strList{&c.AllowedOrigins}, "allowed_origins", "CORS: origins allowed to call the API from a browser, comma separated (\"*\" = any)")
 
 	fs.IntVar(&c.MaxTotalTokenNum, "max_total_token_num", c.MaxTotalTokenNum, "KV cache capacity in tokens (0 = from available memory × mem_fraction)")
 	fs.IntVar(&c.MaxReqTotalLen, "max_req_total_len", c.MaxReqTotalLen, "max input+output tokens per request (0 = the model's context length, fallback 16384)")

@@ -89,3 +89,27 @@ func (l intList) Set(s string) error {
 }
 
 func (l intList) Type() string { return "ints" }
+
+// strList is the pflag.Value for []string flags (comma separated). Like
+// intList, Set replaces the list so that re-applying String() is exact.
+type strList struct{ p *[]string }
+
+func (l strList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l strList) Set(s string) error {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	*l.p = out
+	return nil
+}
+
+func (l strList) Type() string { return "strings" }

@@ -157,6 +157,19 @@ func (c *Config) validateStatic() error {
 	default:
 		add("log_format %q unknown (auto|json|console)", c.LogFormat)
 	}
+	for i, n := range c.ServedModelName {
+		if slices.Contains(c.ServedModelName[:i], n) {
+			add("served_model_name %q is listed twice", n)
+		}
+	}
+	if c.MetricsNeedAPIKey && len(c.APIKey) == 0 {
+		add("metrics_need_api_key needs api_key")
+	}
+	for _, o := range c.AllowedOrigins {
+		if o != "*" && !strings.Contains(o, "://") {
+			add("allowed_origins %q is not an origin (scheme://host[:port], or *)", o)
+		}
+	}
 	if c.RunDir != "" {
 		if !filepath.IsAbs(c.RunDir) {
 			add("run_dir %q must be an absolute path", c.RunDir)

@@ -27,6 +27,8 @@ const ProbeHeader = "X-Lightllm-Health-Probe"
 type HTTPProbe struct {
 	URL    string // http://host:port/generate
 	Prompt string // default "Hello"
+	// Key is sent as a bearer token when the API requires one (--api_key).
+	Key    string
 	Client *http.Client
 }
 
@@ -40,7 +42,11 @@ func NewHTTPProbe(cfg *config.Config) *HTTPProbe {
 	case "::", "[::]":
 		host = "::1"
 	}
-	return &HTTPProbe{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port)) + "/generate", Client: &http.Client{}}
+	p := &HTTPProbe{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port)) + "/generate", Client: &http.Client{}}
+	if keys := cfg.APIKeys(); len(keys) > 0 {
+		p.Key = keys[0]
+	}
+	return p
 }
 
 // Probe sends the request and waits for the answer (the context bounds
@@ -65,6 +71,9 @@ func (p *HTTPProbe) Probe(ctx context.Context) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(ProbeHeader, "1")
+	if p.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+p.Key)
+	}
 	client := p.Client
 	if client == nil {
 		client = http.DefaultClient

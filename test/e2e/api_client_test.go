@@ -37,21 +37,28 @@ func openAINodeDir(t *testing.T) string {
 // server at base; extra are the script's flags.
 func runOpenAIClientCheck(t *testing.T, base string, extra ...string) {
 	t.Helper()
+	runNodeCheck(t, "openai-client-check.mjs", base, extra...)
+}
+
+// runNodeCheck runs scripts/NAME against the server at base with the
+// official OpenAI client; extra are the script's flags.
+func runNodeCheck(t *testing.T, name, base string, extra ...string) {
+	t.Helper()
 	dir := openAINodeDir(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not found (scripts/install-test-deps.sh installs it)")
 	}
-	script := filepath.Join(repoRoot(t), "scripts", "openai-client-check.mjs")
+	script := filepath.Join(repoRoot(t), "scripts", name)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{script, "--base-url", base + "/v1"}, extra...)...)
 	cmd.Env = append(os.Environ(), envOpenAINodeDir+"="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("openai-client-check %v: %v\n%s", extra, err, out)
+		t.Fatalf("%s %v: %v\n%s", name, extra, err, out)
 	}
-	t.Logf("openai-client-check %v:\n%s", extra, out)
+	t.Logf("%s %v:\n%s", name, extra, out)
 }
 
 // apiDial opens a raw TCP connection to the server at base.

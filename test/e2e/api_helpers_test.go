@@ -46,9 +46,10 @@ func loadAPIGolden(t *testing.T, models string) apiGolden {
 
 // apiClient talks to one server.
 type apiClient struct {
-	t    *testing.T
-	base string
-	ctx  context.Context
+	t      *testing.T
+	base   string
+	ctx    context.Context
+	header map[string]string // sent with every request (e.g. Authorization)
 }
 
 func newAPIClient(t *testing.T, base string) *apiClient {
@@ -87,6 +88,9 @@ func (c *apiClient) do(t *testing.T, method, path string, body any) apiAnswer {
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

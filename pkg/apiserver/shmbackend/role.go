@@ -63,15 +63,19 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	srv, err := apiserver.New(apiserver.Options{
-		ChatTemplate:    chatTemplate,
-		ModelName:       cfg.ModelName,
-		ModelDir:        cfg.ModelDir,
-		MaxReqTotalLen:  cfg.MaxReqTotalLen,
-		MaxInFlight:     region.NumSlots(),
-		GracefulTimeout: cfg.GracefulTimeout.D(),
-		Metrics:         metrics.APIHandlerWith(live, metrics.APIOptions{MetricURL: metricURL}),
-		ServerInfo:      &info,
-		Observer:        Observer{C: mc},
+		ChatTemplate:      chatTemplate,
+		ModelName:         cfg.ModelName,
+		ServedModelNames:  cfg.ServedModelName,
+		APIKeys:           cfg.APIKeys(),
+		MetricsNeedAPIKey: cfg.MetricsNeedAPIKey,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		ModelDir:          cfg.ModelDir,
+		MaxReqTotalLen:    cfg.MaxReqTotalLen,
+		MaxInFlight:       region.NumSlots(),
+		GracefulTimeout:   cfg.GracefulTimeout.D(),
+		Metrics:           metrics.APIHandlerWith(live, metrics.APIOptions{MetricURL: metricURL}),
+		ServerInfo:        &info,
+		Observer:          Observer{C: mc},
 	}, b, tok, log)
 	if err != nil {
 		return err

@@ -1,0 +1,167 @@
+#!/usr/bin/env node
+// Drives a running server with the official OpenAI Node client, unchanged,
+// through what clients and proxies written for vLLM send (issue #22): vLLM's
+// extra sampling fields, fields this server does not know (ignored with a
+// warning), vLLM fields it cannot honour (refused by name), OpenAI's ranges
+// (negative seed), the served model names and 404 model_not_found, the API
+// key and a CORS preflight, and vLLM's /tokenize, /detokenize and /version.
+//
+// Run it as openai-client-check.mjs (see there for the client's install):
+//   OPENAI_NODE_DIR=~/.cache/lightllm-test/openai node scripts/openai-parity-check.mjs \
+//     --base-url http://127.0.0.1:8000/v1 --models a,b [--api-key KEY] [--origin http://ui.example]
+// --models: the server's --served_model_name list, in order. --api-key: the
+// server's key (then unauthenticated calls must fail with 401). --origin: an
+// origin in the server's --allowed_origins. Exit status 0 when every check
+// passed; each check prints "ok" or "FAIL".
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+};
+const baseURL = opt('--base-url', 'http://127.0.0.1:8000/v1');
+const root = baseURL.replace(/\/v1\/?$/, '');
+const models = opt('--models', '').split(',').filter(Boolean);
+const apiKey = opt('--api-key', '');
+const origin = opt('--origin', '');
+
+async function loadOpenAI() {
+  const dir = process.env.OPENAI_NODE_DIR;
+  if (dir) {
+    const req = createRequire(path.join(path.resolve(dir), 'package.json'));
+    const mod = await import(pathToFileURL(req.resolve('openai')).href);
+    return mod.default ?? mod.OpenAI;
+  }
+  const mod = await import('openai');
+  return mod.default ?? mod.OpenAI;
+}
+
+const OpenAI = await loadOpenAI();
+const opts = { maxRetries: 0, timeout: 60_000 };
+const client = new OpenAI({ baseURL, apiKey: apiKey || 'EMPTY', ...opts });
+// rootClient reaches vLLM's endpoints outside /v1 with the same client.
+const rootClient = new OpenAI({ baseURL: root, apiKey: apiKey || 'EMPTY', ...opts });
+
+let failures = 0;
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+async function check(name, fn) {
+  try {
+    const note = await fn();
+    console.log(`ok   ${name}${note ? ` (${note})` : ''}`);
+  } catch (err) {
+    failures++;
+    console.log(`FAIL ${name}: ${err?.stack || err}`);
+  }
+}
+async function expectError(fn, cls, status, what) {
+  try {
+    await fn();
+  } catch (err) {
+    assert(err instanceof cls, `${what}: got ${err?.constructor?.name}: ${err}`);
+    assert(err.status === status, `${what}: status ${err.status}`);
+    return err;
+  }
+  throw new Error(`${what}: no error`);
+}
+
+const model = models[0] ?? '';
+const prompt = 'Once upon a time';
+
+await check('models.list lists the served names', async () => {
+  const page = await client.models.list();
+  const ids = page.data.map((m) => m.id);
+  assert(JSON.stringify(ids) === JSON.stringify(models), `ids ${JSON.stringify(ids)}, want ${JSON.stringify(models)}`);
+  return ids.join(', ');
+});
+
+await check('every served name answers', async () => {
+  for (const m of models) {
+    const r = await client.completions.create({ model: m, prompt, max_tokens: 4, temperature: 0 });
+    assert(r.model === m && r.choices[0].text.length > 0, `${m}: ${JSON.stringify(r)}`);
+  }
+});
+
+await check('another model name is NotFoundError model_not_found', async () => {
+  const err = await expectError(() => client.completions.create({ model: 'no-such-model', prompt, max_tokens: 2 }),
+    OpenAI.NotFoundError, 404, 'unknown model');
+  assert(err.code === 'model_not_found' && err.param === 'model', `code ${err.code} param ${err.param}`);
+  return err.message;
+});
+
+await check("vLLM's extra sampling fields are accepted", async () => {
+  const base = { model, prompt, max_tokens: 12, temperature: 0 };
+  const plain = await client.completions.create(base);
+  const r = await client.completions.create({
+    ...base, top_k: 1, repetition_penalty: 1.0, min_tokens: 12, ignore_eos: true, skip_special_tokens: true,
+    include_stop_str_in_output: false, spaces_between_special_tokens: true, stop_token_ids: [], seed: 3,
+  });
+  assert(r.choices[0].text === plain.choices[0].text, `greedy text changed: ${JSON.stringify(r.choices[0].text)} vs ${JSON.stringify(plain.choices[0].text)}`);
+  assert(r.usage.completion_tokens === 12, `min_tokens/ignore_eos: ${r.usage.completion_tokens} tokens`);
+});
+
+await check('unknown fields are ignored (stream_options too)', async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 4, verbosity: 'low', some_future_field: { a: 1 } });
+  assert(r.choices.length === 1, JSON.stringify(r));
+  const stream = await client.completions.create({
+    model, prompt, max_tokens: 4, stream: true, stream_options: { include_usage: true, include_obfuscation: false },
+  });
+  let usage = null;
+  for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
+  assert(usage && usage.completion_tokens > 0, `usage ${JSON.stringify(usage)}`);
+});
+
+await check('a vLLM field this server cannot honour is a BadRequestError naming it', async () => {
+  const err = await expectError(() => client.completions.create({ model, prompt, max_tokens: 2, use_beam_search: true }),
+    OpenAI.BadRequestError, 400, 'use_beam_search');
+  assert(err.param === 'use_beam_search' && err.code === 'unsupported_parameter', `param ${err.param} code ${err.code}`);
+});
+
+await check('negative seeds are reproducible', async () => {
+  const req = { model, prompt, max_tokens: 16, temperature: 1, seed: -42 };
+  const a = (await client.completions.create(req)).choices[0].text;
+  const b = (await client.completions.create(req)).choices[0].text;
+  assert(a === b, `seed -42 differs: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  const texts = new Set();
+  for (const seed of [-1, -2, -3, -4]) {
+    texts.add((await client.completions.create({ ...req, seed })).choices[0].text);
+  }
+  assert(texts.size > 1, `seeds -1..-4 all gave ${JSON.stringify([...texts])}`);
+});
+
+if (apiKey) {
+  await check('a wrong API key is AuthenticationError 401', async () => {
+    const bad = new OpenAI({ baseURL, apiKey: 'wrong-key', ...opts });
+    const err = await expectError(() => bad.models.list(), OpenAI.AuthenticationError, 401, 'wrong key');
+    assert(err.code === 'invalid_api_key', `code ${err.code}`);
+  });
+  await check('the probes answer without a key', async () => {
+    for (const p of ['/health', '/liveness', '/readiness']) {
+      const r = await fetch(root + p);
+      assert(r.status === 200, `${p}: ${r.status}`);
+    }
+  });
+}
+
+if (origin) {
+  await check('CORS preflight and response headers', async () => {
+    const r = await fetch(baseURL + '/chat/completions', {
+      method: 'OPTIONS',
+      headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type' },
+    });
+    assert(r.status === 204, `preflight ${r.status}`);
+    assert(r.headers.get('access-control-allow-origin') === origin, `allow-origin ${r.headers.get('access-control-allow-origin')}`);
+    assert((r.headers.get('access-control-allow-methods') || '').includes('POST'), 'allow-methods');
+    const cors = new OpenAI({ baseURL, apiKey: apiKey || 'EMPTY', ...opts, defaultHeaders: { Origin: origin } });
+    const { response } = await cors.completions.create({ model, prompt, max_tokens: 2 }).withResponse();
+    assert(response.headers.get('access-control-allow-origin') === origin, 'no allow-origin on the answer');
+  });
+}
+
+console.log(failures === 0 ? 'all checks passed' : `${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAPIParity (issue #22) launches the real server as an operator
+// exposing it would, with served model names, an API key and a CORS origin,
+// and drives it with the official OpenAI Node client
+// (scripts/openai-parity-check.mjs): vLLM's extra fields, unknown fields
+// ignored with one warning each, vLLM fields it cannot honour refused by
+// name, negative seeds, model names and 404, 401, the open probes, CORS.
+// The health role's probe runs every 200 ms meanwhile, so a probe the key
+// check refused would restart the apiserver; none may.
+func TestAPIParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds and launches the server")
+	}
+	models := modelsDir(t)
+	bin := buildBinaries(t)
+	const key, origin = "e2e-secret-key", "http://ui.example"
+	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"),
+		"--served_model_name", "stories,story-alias", "--api_key", key, "--allowed_origins", origin,
+		"--health_interval", "200ms")
+	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin)
+
+	t.Run("one warning per unknown field", func(t *testing.T) {
+		c := newAPIClient(t, s.base)
+		c.header = map[string]string{"Authorization": "Bearer " + key}
+		for range 3 {
+			a := c.do(t, http.MethodPost, "/v1/completions", `{"prompt":"Hi","max_tokens":2,"verbosity":"low"}`)
+			if a.status != 200 {
+				t.Fatalf("%d %s", a.status, a.body)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n := strings.Count(s.log.String(), `"field":"verbosity"`)
+			if n == 1 {
+				break
+			}
+			if n > 1 || time.Now().After(deadline) {
+				t.Fatalf("%d warnings for verbosity, want 1", n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	t.Run("health probe passes the key", func(t *testing.T) {
+		time.Sleep(time.Second) // five probes
+		for _, r := range s.status().Roles {
+			if r.Restarts != 0 || !r.Ready {
+				t.Errorf("role %s: %d restarts, ready %v (%s)", r.Role, r.Restarts, r.Ready, r.LastExit)
+			}
+		}
+		if strings.Contains(s.log.String(), "invalid_api_key") || strings.Contains(s.log.String(), " 401") {
+			t.Errorf("a probe was refused:\n%s", tail(s.log.String(), 4096))
+		}
+	})
+}
