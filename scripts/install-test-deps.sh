@@ -7,7 +7,10 @@
 #     $OPENAI_NODE_DIR, default ~/.cache/lightllm-test/openai. The tests
 #     (pkg/apiserver TestOpenAINodeClient, test/e2e TestAPI and
 #     TestAPIChatAndUTF8) find it there, or through OPENAI_NODE_DIR, and
-#     skip with a message when it is absent.
+#     skip with a message when it is absent;
+#   - the `ollama` npm client, pinned, into $OLLAMA_NODE_DIR, default
+#     ~/.cache/lightllm-test/ollama (test/e2e TestOllamaAPI drives the
+#     server's ollama API with it).
 # Idempotent: an existing install of the pinned version is kept. Needs the
 # npm registry; exits non-zero when it cannot install.
 set -euo pipefail
@@ -34,18 +37,24 @@ if [ "$node_major" -lt 18 ]; then
   exit 1
 fi
 
-installed=""
-if [ -f "$dir/node_modules/openai/package.json" ]; then
-  installed=$(node -p "require('$dir/node_modules/openai/package.json').version" 2>/dev/null || true)
-fi
-if [ "$installed" = "$OPENAI_VERSION" ]; then
-  say "openai $installed already in $dir"
-  exit 0
-fi
+# install PKG VERSION DIR ENVNAME: npm install PKG@VERSION into DIR unless
+# that version is there already.
+install() {
+  local pkg=$1 version=$2 dir=$3 env=$4 installed=""
+  if [ -f "$dir/node_modules/$pkg/package.json" ]; then
+    installed=$(node -p "require('$dir/node_modules/$pkg/package.json').version" 2>/dev/null || true)
+  fi
+  if [ "$installed" = "$version" ]; then
+    say "$pkg $installed already in $dir"
+    return
+  fi
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || printf '{"name":"lightllm-test-deps","private":true}\n' >"$dir/package.json"
+  say "installing $pkg@$version into $dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$pkg@$version" >&2
+  node -e "require('$dir/node_modules/$pkg')" || { say "$pkg did not load from $dir"; exit 1; }
+  say "done: tests find it at $dir (or set $env=$dir)"
+}
 
-mkdir -p "$dir"
-[ -f "$dir/package.json" ] || printf '{"name":"lightllm-test-deps","private":true}\n' >"$dir/package.json"
-say "installing openai@$OPENAI_VERSION into $dir"
-npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "openai@$OPENAI_VERSION" >&2
-node -e "require('$dir/node_modules/openai')" || { say "openai did not load from $dir"; exit 1; }
-say "done: tests find it at $dir (or set OPENAI_NODE_DIR=$dir)"
+install openai "$OPENAI_VERSION" "$dir" OPENAI_NODE_DIR
+install ollama "${OLLAMA_NODE_VERSION:-0.6.4}" "${OLLAMA_NODE_DIR:-$HOME/.cache/lightllm-test/ollama}" OLLAMA_NODE_DIR
