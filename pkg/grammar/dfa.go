@@ -1,0 +1,259 @@
+package grammar
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// dfa is one rule: a deterministic automaton over bytes whose states may
+// also call rules. State 0 is the start.
+type dfa struct {
+	trans    []int32 // state*256+byte → state, -1 dead
+	accept   []bool
+	calls    [][]callEdge // per state
+	plain    []bool       // no calls and not accepting: a byte step is all there is
+	hasBytes []bool       // some byte leads on
+	leaf     bool         // no state calls anything
+	hash     [32]byte     // identity of (trans, accept) for leaf rules, keys Vocab caches
+}
+
+func (d *dfa) states() int { return len(d.accept) }
+
+// maxDFAStates bounds one rule's automaton; beyond it a schema is refused.
+const maxDFAStates = 1 << 14
+
+// determinize builds the DFA of n with accepting NFA state final.
+func determinize(n *nfa, start, final int32) (*dfa, error) {
+	// Byte classes: bytes no edge of n tells apart behave alike.
+	var sets []byteSet
+	for _, es := range n.bytes {
+		for _, e := range es {
+			sets = append(sets, e.set)
+		}
+	}
+	classOf, reps := byteClasses(sets)
+
+	d := &dfa{}
+	index := map[string]int32{}
+	var queue [][]int32
+	closure := func(seed []int32) []int32 {
+		seen := make(map[int32]bool, len(seed))
+		stack := append([]int32{}, seed...)
+		var out []int32
+		for len(stack) > 0 {
+			s := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			out = append(out, s)
+			stack = append(stack, n.eps[s]...)
+		}
+		slices.Sort(out)
+		return out
+	}
+	key := func(set []int32) string {
+		b := make([]byte, 0, 4*len(set))
+		for _, s := range set {
+			b = binary.LittleEndian.AppendUint32(b, uint32(s))
+		}
+		return string(b)
+	}
+	add := func(set []int32) (int32, error) {
+		k := key(set)
+		if id, ok := index[k]; ok {
+			return id, nil
+		}
+		id := int32(len(d.accept))
+		if id >= maxDFAStates {
+			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
+		}
+		index[k] = id
+		d.accept = append(d.accept, slices.Contains(set, final))
+		d.calls = append(d.calls, nil)
+		d.trans = append(d.trans, make([]int32, 256)...)
+		queue = append(queue, set)
+		return id, nil
+	}
+	if _, err := add(closure([]int32{start})); err != nil {
+		return nil, err
+	}
+	var seed []int32
+	for q := 0; q < len(queue); q++ {
+		set := queue[q]
+		row := make([]int32, len(reps))
+		for c, rb := range reps {
+			seed = seed[:0]
+			for _, s := range set {
+				for _, e := range n.bytes[s] {
+					if e.set.has(rb) {
+						seed = append(seed, e.to)
+					}
+				}
+			}
+			if len(seed) == 0 {
+				row[c] = -1
+				continue
+			}
+			id, err := add(closure(seed))
+			if err != nil {
+				return nil, err
+			}
+			row[c] = id
+		}
+		for b := 0; b < 256; b++ {
+			d.trans[q*256+b] = row[classOf[b]]
+		}
+		var rules []int32
+		for _, s := range set {
+			for _, e := range n.calls[s] {
+				if !slices.Contains(rules, e.rule) {
+					rules = append(rules, e.rule)
+				}
+			}
+		}
+		slices.Sort(rules)
+		for _, r := range rules {
+			seed = seed[:0]
+			for _, s := range set {
+				for _, e := range n.calls[s] {
+					if e.rule == r {
+						seed = append(seed, e.to)
+					}
+				}
+			}
+			id, err := add(closure(seed))
+			if err != nil {
+				return nil, err
+			}
+			d.calls[q] = append(d.calls[q], callEdge{r, id})
+		}
+	}
+	return d, nil
+}
+
+// byteClasses partitions 0..255 so that every set is a union of classes;
+// reps holds one byte of each class.
+func byteClasses(sets []byteSet) (classOf [256]int, reps []byte) {
+	sig := map[string]int{}
+	for b := 0; b < 256; b++ {
+		k := make([]byte, 0, (len(sets)+7)/8)
+		var cur byte
+		for i, s := range sets {
+			if s.has(byte(b)) {
+				cur |= 1 << (i & 7)
+			}
+			if i&7 == 7 {
+				k = append(k, cur)
+				cur = 0
+			}
+		}
+		k = append(k, cur)
+		c, ok := sig[string(k)]
+		if !ok {
+			c = len(reps)
+			sig[string(k)] = c
+			reps = append(reps, byte(b))
+		}
+		classOf[b] = c
+	}
+	return classOf, reps
+}
+
+// finish computes the derived fields once trimming is done.
+func (d *dfa) finish() {
+	d.leaf = true
+	d.plain = make([]bool, d.states())
+	d.hasBytes = make([]bool, d.states())
+	for q := range d.plain {
+		for b := 0; b < 256 && !d.hasBytes[q]; b++ {
+			d.hasBytes[q] = d.trans[q*256+b] >= 0
+		}
+		d.plain[q] = !d.accept[q] && len(d.calls[q]) == 0
+		if len(d.calls[q]) > 0 {
+			d.leaf = false
+		}
+	}
+	if d.leaf {
+		h := sha256.New()
+		var buf []byte
+		for _, t := range d.trans {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+		}
+		for _, a := range d.accept {
+			if a {
+				buf = append(buf, 1)
+			} else {
+				buf = append(buf, 0)
+			}
+		}
+		h.Write(buf)
+		copy(d.hash[:], h.Sum(nil))
+	}
+}
+
+// trim removes states from which no accepting state can be reached, given
+// which rules can produce anything at all; it reports whether the start
+// survives.
+func (d *dfa) trim(productive []bool) bool {
+	n := d.states()
+	// Reverse edges, then a backward search from the accepting states.
+	rev := make([][]int32, n)
+	for q := 0; q < n; q++ {
+		last := int32(-2)
+		for b := 0; b < 256; b++ {
+			if t := d.trans[q*256+b]; t >= 0 && t != last {
+				rev[t] = append(rev[t], int32(q))
+				last = t
+			}
+		}
+		for _, e := range d.calls[q] {
+			if productive[e.rule] {
+				rev[e.to] = append(rev[e.to], int32(q))
+			}
+		}
+	}
+	live := make([]bool, n)
+	var work []int32
+	for q := 0; q < n; q++ {
+		if d.accept[q] {
+			live[q] = true
+			work = append(work, int32(q))
+		}
+	}
+	for len(work) > 0 {
+		t := work[len(work)-1]
+		work = work[:len(work)-1]
+		for _, q := range rev[t] {
+			if !live[q] {
+				live[q] = true
+				work = append(work, q)
+			}
+		}
+	}
+	for q := 0; q < n; q++ {
+		for b := 0; b < 256; b++ {
+			if t := d.trans[q*256+b]; t >= 0 && !live[t] {
+				d.trans[q*256+b] = -1
+			}
+		}
+		calls := d.calls[q][:0]
+		for _, e := range d.calls[q] {
+			if productive[e.rule] && live[e.to] {
+				calls = append(calls, e)
+			}
+		}
+		d.calls[q] = calls
+		if !live[q] {
+			d.accept[q] = false
+			for b := 0; b < 256; b++ {
+				d.trans[q*256+b] = -1
+			}
+			d.calls[q] = nil
+		}
+	}
+	return live[0]
+}

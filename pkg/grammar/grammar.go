@@ -1,0 +1,316 @@
+package grammar
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+)
+
+// Options tune compilation.
+type Options struct {
+	// MaxWhitespace bounds the whitespace allowed between two JSON tokens
+	// (so a sampled model cannot pad forever): 0 means DefaultMaxWhitespace,
+	// a negative value allows none (compact JSON only).
+	MaxWhitespace int
+	// MaxDepth bounds the nesting of recursive rules ($ref recursion, nested
+	// GBNF rules): 0 means DefaultMaxDepth.
+	MaxDepth int
+}
+
+const (
+	DefaultMaxWhitespace = 8
+	DefaultMaxDepth      = 64
+)
+
+func (o Options) whitespace() int {
+	switch {
+	case o.MaxWhitespace < 0:
+		return 0
+	case o.MaxWhitespace == 0:
+		return DefaultMaxWhitespace
+	}
+	return o.MaxWhitespace
+}
+
+func (o Options) depth() int {
+	if o.MaxDepth <= 0 {
+		return DefaultMaxDepth
+	}
+	return o.MaxDepth
+}
+
+// Grammar is a compiled constraint: immutable and safe for concurrent use.
+type Grammar struct {
+	rules    []*dfa
+	names    []string
+	root     int32
+	maxDepth int32
+
+	mu     sync.Mutex
+	tables map[*Vocab]*maskMemo
+}
+
+// Rules is the number of rules, a measure of the grammar's size.
+func (g *Grammar) Rules() int { return len(g.rules) }
+
+// builder collects rule bodies; rules may refer to each other (and
+// themselves) by id before they are defined.
+type builder struct {
+	names  []string
+	bodies []frag
+}
+
+func (b *builder) rule(name string) int32 {
+	b.names = append(b.names, name)
+	b.bodies = append(b.bodies, nil)
+	return int32(len(b.names) - 1)
+}
+
+func (b *builder) define(id int32, f frag) { b.bodies[id] = f }
+
+// build determinizes every rule and checks the grammar is usable: it
+// produces something, and no rule calls itself before consuming a byte
+// (left recursion would make the matcher's closure infinite).
+func (b *builder) build(root int32, opts Options) (*Grammar, error) {
+	g := &Grammar{root: root, names: b.names, maxDepth: int32(opts.depth()), tables: map[*Vocab]*maskMemo{}}
+	for i, body := range b.bodies {
+		if body == nil {
+			return nil, fmt.Errorf("rule %s is not defined", b.names[i])
+		}
+		n := &nfa{}
+		s, f := n.state(), n.state()
+		body(n, s, f)
+		d, err := determinize(n, s, f)
+		if err != nil {
+			return nil, fmt.Errorf("rule %s: %w", b.names[i], err)
+		}
+		g.rules = append(g.rules, d)
+	}
+	productive := make([]bool, len(g.rules))
+	for changed := true; changed; {
+		changed = false
+		for r, d := range g.rules {
+			if !productive[r] && d.canReachAccept(productive, false) {
+				productive[r] = true
+				changed = true
+			}
+		}
+	}
+	if !productive[root] {
+		return nil, fmt.Errorf("%w: the grammar matches nothing", ErrUnsatisfiable)
+	}
+	for r, d := range g.rules {
+		if productive[r] {
+			d.trim(productive)
+		}
+		d.finish()
+	}
+	if err := g.checkLeftRecursion(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// canReachAccept: from the start, through bytes (unless nullOnly) and calls
+// of rules marked in ok.
+func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
+	seen := make([]bool, d.states())
+	work := []int32{0}
+	seen[0] = true
+	for len(work) > 0 {
+		q := work[len(work)-1]
+		work = work[:len(work)-1]
+		if d.accept[q] {
+			return true
+		}
+		visit := func(t int32) {
+			if t >= 0 && !seen[t] {
+				seen[t] = true
+				work = append(work, t)
+			}
+		}
+		if !nullOnly {
+			for b := 0; b < 256; b++ {
+				visit(d.trans[int(q)*256+b])
+			}
+		}
+		for _, e := range d.calls[q] {
+			if ok[e.rule] {
+				visit(e.to)
+			}
+		}
+	}
+	return false
+}
+
+func (g *Grammar) checkLeftRecursion() error {
+	nullable := make([]bool, len(g.rules))
+	for changed := true; changed; {
+		changed = false
+		for r, d := range g.rules {
+			if !nullable[r] && d.canReachAccept(nullable, true) {
+				nullable[r] = true
+				changed = true
+			}
+		}
+	}
+	// first[r]: rules r may call before consuming a byte.
+	first := make([][]int32, len(g.rules))
+	for r, d := range g.rules {
+		seen := make([]bool, d.states())
+		work := []int32{0}
+		seen[0] = true
+		for len(work) > 0 {
+			q := work[len(work)-1]
+			work = work[:len(work)-1]
+			for _, e := range d.calls[q] {
+				first[r] = append(first[r], e.rule)
+				if nullable[e.rule] && !seen[e.to] {
+					seen[e.to] = true
+					work = append(work, e.to)
+				}
+			}
+		}
+	}
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(g.rules))
+	var visit func(r int32) error
+	visit = func(r int32) error {
+		color[r] = grey
+		for _, c := range first[r] {
+			switch color[c] {
+			case grey:
+				return fmt.Errorf("%w: left recursion through rule %s", ErrUnsupported, g.names[c])
+			case white:
+				if err := visit(c); err != nil {
+					return err
+				}
+			}
+		}
+		color[r] = black
+		return nil
+	}
+	for r := range g.rules {
+		if color[r] == white {
+			if err := visit(int32(r)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Kind says what a Spec's text is.
+type Kind string
+
+const (
+	KindJSONSchema Kind = "json_schema" // Text: a JSON Schema document
+	KindJSONObject Kind = "json_object" // any JSON object; Text unused
+	KindRegex      Kind = "regex"       // Text: a regular expression (Go RE2 syntax), matched in full
+	KindGBNF       Kind = "gbnf"        // Text: a GBNF grammar (llama.cpp), start rule "root"
+	KindChoice     Kind = "choice"      // Choices: the output is exactly one of them
+)
+
+// Spec is a constraint as requests carry it.
+type Spec struct {
+	Kind    Kind
+	Text    string
+	Choices []string
+}
+
+// Key is a hash of the spec and options: equal keys compile to equal grammars.
+func (s Spec) Key(opts Options) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", s.Kind, opts.whitespace(), opts.depth())
+	text := s.Text
+	if s.Kind == KindJSONSchema {
+		text = compactJSON(text)
+	}
+	fmt.Fprintf(h, "%d:%s", len(text), text)
+	for _, c := range s.Choices {
+		fmt.Fprintf(h, "%d:%s", len(c), c)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Compile compiles a spec.
+func Compile(s Spec, opts Options) (*Grammar, error) {
+	switch s.Kind {
+	case KindJSONSchema:
+		return CompileJSONSchema([]byte(s.Text), opts)
+	case KindJSONObject:
+		return JSONObject(opts), nil
+	case KindRegex:
+		return CompileRegex(s.Text)
+	case KindGBNF:
+		return CompileGBNF(s.Text, opts)
+	case KindChoice:
+		return Choice(s.Choices)
+	}
+	return nil, fmt.Errorf("%w: grammar kind %q", ErrUnsupported, s.Kind)
+}
+
+// Cache shares compiled grammars between requests, keyed by Spec.Key; it
+// holds at most max grammars and drops the least recently used. Safe for
+// concurrent use. Errors are not cached.
+type Cache struct {
+	mu    sync.Mutex
+	max   int
+	tick  uint64
+	items map[string]*cacheItem
+}
+
+type cacheItem struct {
+	g    *Grammar
+	used uint64
+}
+
+// NewCache holds up to n grammars (at least 1).
+func NewCache(n int) *Cache { return &Cache{max: max(n, 1), items: map[string]*cacheItem{}} }
+
+// Compile returns the cached grammar of s or compiles it.
+func (c *Cache) Compile(s Spec, opts Options) (*Grammar, error) {
+	key := s.Key(opts)
+	c.mu.Lock()
+	if it, ok := c.items[key]; ok {
+		c.tick++
+		it.used = c.tick
+		c.mu.Unlock()
+		return it.g, nil
+	}
+	c.mu.Unlock()
+	g, err := Compile(s, opts) // outside the lock: compiles may be slow
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if it, ok := c.items[key]; ok {
+		return it.g, nil
+	}
+	if len(c.items) >= c.max {
+		var oldK string
+		var oldT uint64 = ^uint64(0)
+		for k, it := range c.items {
+			if it.used < oldT {
+				oldK, oldT = k, it.used
+			}
+		}
+		delete(c.items, oldK)
+	}
+	c.tick++
+	c.items[key] = &cacheItem{g: g, used: c.tick}
+	return g, nil
+}
+
+// Len is the number of cached grammars.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items)
+}

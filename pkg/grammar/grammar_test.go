@@ -1,0 +1,165 @@
+package grammar
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// matches reports whether the grammar accepts text in full (byte level).
+func matches(g *Grammar, v *Vocab, text string) bool {
+	m := NewMatcher(g, v)
+	return m.AcceptBytes([]byte(text)) == nil && m.IsAccepting()
+}
+
+func TestLanguages(t *testing.T) {
+	v := byteVocab()
+	cases := []struct {
+		name   string
+		spec   Spec
+		accept []string
+		reject []string
+	}{
+		{"regex digits then letters", Spec{Kind: KindRegex, Text: `[0-9]+[a-z]{2}`}, []string{"1ab", "123zz"}, []string{"", "ab", "1a", "1abc"}},
+		{"regex anchors at ends are no-ops", Spec{Kind: KindRegex, Text: `^(yes|no)$`}, []string{"yes", "no"}, []string{"yesno", "y"}},
+		{"regex unicode class", Spec{Kind: KindRegex, Text: `[α-ω]+`}, []string{"αβγ"}, []string{"abc", "\xce"}},
+		{"choice is exact", Spec{Kind: KindChoice, Choices: []string{"red", "green"}}, []string{"red", "green"}, []string{"re", "redgreen", "blue"}},
+		{"gbnf recursive parens", Spec{Kind: KindGBNF, Text: "root ::= \"(\" root \")\" | \"x\"\n"}, []string{"x", "(x)", "((x))"}, []string{"()", "(x", "x)"}},
+		{"gbnf classes and repeats", Spec{Kind: KindGBNF, Text: "root ::= word (\" \" word){0,2}\nword ::= [a-z]+ # letters\n"}, []string{"a", "ab cd", "a b c"}, []string{"a b c d", "A", "a  b"}},
+		{"json object any", Spec{Kind: KindJSONObject}, []string{`{}`, `{"a": [1, {"b": null}]}`, `{"x":"\n"}`}, []string{`[]`, `{"a"}`, `{"a":1,}`, `{"x":"` + "\n" + `"}`}},
+		{"schema properties in order, required", Spec{Kind: KindJSONSchema, Text: `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"],"additionalProperties":false}`},
+			[]string{`{"b":"x"}`, `{"a":1,"b":""}`, `{ "a" : -5 , "b" : "y" }`}, []string{`{}`, `{"a":1}`, `{"b":"x","a":1}`, `{"b":"x","c":1}`, `{"a":1.5,"b":""}`}},
+		{"schema extra properties after the known ones", Spec{Kind: KindJSONSchema, Text: `{"properties":{"a":{"type":"boolean"}}}`},
+			[]string{`{"a":true,"z":[1]}`, `{"z":1}`, `1`, `"s"`}, []string{`{"a":1}`, `{"z":1,"a":true}`}},
+		{"schema integer bounds", Spec{Kind: KindJSONSchema, Text: `{"type":"integer","minimum":-3,"exclusiveMaximum":120}`},
+			[]string{"-3", "0", "119", "7"}, []string{"-4", "120", "1000", "01", "1.0"}},
+		{"schema number bounds", Spec{Kind: KindJSONSchema, Text: `{"type":"number","exclusiveMinimum":0,"maximum":10}`},
+			[]string{"0.5", "10", "10.000", "3", "9.99"}, []string{"0", "-1", "10.01", "11", "0.000"}},
+		{"schema string length and pattern", Spec{Kind: KindJSONSchema, Text: `{"type":"string","minLength":2,"maxLength":4,"pattern":"^[a-z]+$"}`},
+			[]string{`"ab"`, `"abcd"`}, []string{`"a"`, `"abcde"`, `"AB"`}},
+		{"schema enum and const", Spec{Kind: KindJSONSchema, Text: `{"enum":["a",1,null,{"k":[true]}]}`},
+			[]string{`"a"`, `1`, `null`, `{"k":[true]}`}, []string{`"b"`, `2`, `{"k":[]}`}},
+		{"schema array bounds and prefix", Spec{Kind: KindJSONSchema, Text: `{"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"integer"},"minItems":1,"maxItems":3}`},
+			[]string{`["a"]`, `["a",1,2]`}, []string{`[]`, `[1]`, `["a",1,2,3]`, `["a","b"]`}},
+		{"schema recursive ref", Spec{Kind: KindJSONSchema, Text: `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"}`},
+			[]string{`{"v":1}`, `{"v":1,"kids":[{"v":2,"kids":[]}]}`}, []string{`{"kids":[]}`, `{"v":1,"kids":[{}]}`}},
+		{"schema nullable union and anyOf", Spec{Kind: KindJSONSchema, Text: `{"anyOf":[{"type":["string","null"]},{"type":"integer","maximum":3}]}`},
+			[]string{`"x"`, `null`, `3`}, []string{`4`, `true`}},
+		{"schema format date-time", Spec{Kind: KindJSONSchema, Text: `{"type":"string","format":"date-time"}`},
+			[]string{`"2024-02-28T12:30:00Z"`, `"1999-12-31T23:59:59.5+01:00"`}, []string{`"2024-02-30T12:30:00Z"`, `"yesterday"`}},
+		{"schema allOf merges", Spec{Kind: KindJSONSchema, Text: `{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`},
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1}`, `{"b":"x"}`}},
+		{"schema oneOf with disjoint types", Spec{Kind: KindJSONSchema, Text: `{"oneOf":[{"type":"string"},{"type":"integer"}]}`},
+			[]string{`"s"`, `5`}, []string{`true`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Compile(tc.spec, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.accept {
+				if !matches(g, v, s) {
+					t.Errorf("rejected %q", s)
+				}
+			}
+			for _, s := range tc.reject {
+				if matches(g, v, s) {
+					t.Errorf("accepted %q", s)
+				}
+			}
+		})
+	}
+}
+
+func TestRefusalsNameTheKeyword(t *testing.T) {
+	cases := []struct{ schema, keyword string }{
+		{`{"not":{"type":"string"}}`, `"not"`},
+		{`{"type":"array","uniqueItems":true}`, `"uniqueItems"`},
+		{`{"type":"number","multipleOf":3}`, `"multipleOf"`},
+		{`{"if":{"type":"string"},"then":{"minLength":1}}`, `"if"`},
+		{`{"oneOf":[{"type":"object"},{"required":["a"]}]}`, `"oneOf"`},
+		{`{"$ref":"http://example.com/other.json"}`, `"$ref"`},
+		{`{"type":"number","minimum":0.5}`, `"minimum"`},
+		{`{"type":"object","patternProperties":{"^a":{}}}`, `"patternProperties"`},
+	}
+	for _, tc := range cases {
+		_, err := CompileJSONSchema([]byte(tc.schema), Options{})
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.keyword) {
+			t.Errorf("%s: got %v, want a refusal naming %s", tc.schema, err, tc.keyword)
+		}
+	}
+}
+
+// TestMaskMatchesAccept checks FillMask against trying every token, along
+// a few texts, with multi-byte tokens that cross rule boundaries.
+func TestMaskMatchesAccept(t *testing.T) {
+	v := byteVocab(`{"`, `":`, `",`, `"}`, `": "`, `ab`, `123`, `"a`, ` "`, `}`, `null`, `e+`, `0.`, `"]}`, `":[`)
+	cases := []struct{ spec, text string }{
+		{`{"type":"object","properties":{"a":{"type":"string"},"n":{"type":["integer","null"]},"l":{"type":"array","items":{"type":"number"}}}}`, `{"a": "ab\"c", "n": null, "l": [1.5, -2e+3, 0]}`},
+		{`{"anyOf":[{"type":"string","maxLength":3},{"type":"object","additionalProperties":{"type":"integer"}}]}`, `{"ab": 123, "x": 0}`},
+	}
+	bits := make([]uint64, v.MaskWords())
+	for _, tc := range cases {
+		g, err := CompileJSONSchema([]byte(tc.spec), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := NewMatcher(g, v)
+		for i := 0; i <= len(tc.text); i++ {
+			m.FillMask(bits)
+			for id := int32(0); id < int32(v.Size()); id++ {
+				got := bits[id>>6]>>(id&63)&1 == 1
+				probe := NewMatcher(g, v)
+				if err := probe.AcceptBytes([]byte(tc.text[:i])); err != nil {
+					t.Fatal(err)
+				}
+				want := probe.Accept(id) == nil
+				if got != want {
+					t.Fatalf("%s after %q: token %q mask %v, Accept %v", tc.spec, tc.text[:i], v.TokenBytes(id), got, want)
+				}
+			}
+			if i < len(tc.text) {
+				if err := m.AcceptBytes([]byte{tc.text[i]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !m.IsAccepting() {
+			t.Errorf("%s: %q not complete", tc.spec, tc.text)
+		}
+	}
+}
+
+func TestRollbackAndForced(t *testing.T) {
+	v := byteVocab()
+	g, err := CompileJSONSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`), Options{MaxWhitespace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMatcher(g, v)
+	if got := string(m.ForcedBytes()); got != `{"name":"` {
+		t.Fatalf("forced %q", got)
+	}
+	for _, b := range []byte(`{"name":"x"`) {
+		if err := m.Accept(int32(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Accept('}'); err != nil {
+		t.Fatal(err)
+	}
+	if !m.IsAccepting() {
+		t.Fatal("complete object not accepting")
+	}
+	if err := m.Rollback(2); err != nil {
+		t.Fatal(err)
+	}
+	eos := v.EOS()[0]
+	if m.Accept(eos) == nil {
+		t.Fatal("EOS accepted inside the string value")
+	}
+	if err := m.Accept('}'); err != nil || m.IsAccepting() {
+		t.Fatalf("} inside the string value: %v, accepting %v", err, m.IsAccepting())
+	}
+}

@@ -1,0 +1,421 @@
+package grammar
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"unicode"
+)
+
+func (c *schemaCompiler) ws() frag {
+	return rep(class(bytesOf(" \t\n\r")), 0, c.opts.whitespace())
+}
+
+// jsonChar is one character of a JSON string as a canonical encoder writes it.
+func jsonChar() frag { return regexConv{json: true}.runes([]rune{0, unicode.MaxRune}) }
+
+// anyValue is the shared rule of any JSON value.
+func (c *schemaCompiler) anyValue() int32 {
+	if c.anyRule >= 0 {
+		return c.anyRule
+	}
+	c.anyRule = c.b.rule("any_value")
+	obj := c.b.rule("any_object")
+	arr := c.b.rule("any_array")
+	c.b.define(obj, c.genericObject())
+	ws := c.ws()
+	c.b.define(arr, seq(lit("["), ws, opt(seq(call(c.anyRule), rep(seq(ws, lit(","), ws, call(c.anyRule)), 0, -1))), ws, lit("]")))
+	c.b.define(c.anyRule, alt(call(obj), call(arr), call(c.stringRule()), numberSyntax(false),
+		lit("true"), lit("false"), lit("null")))
+	return c.anyRule
+}
+
+func (c *schemaCompiler) stringRule() int32 {
+	if c.strRule < 0 {
+		c.strRule = c.b.rule("any_string")
+		c.b.define(c.strRule, seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)))
+	}
+	return c.strRule
+}
+
+func (c *schemaCompiler) genericObject() frag {
+	v := c.anyValue()
+	ws := c.ws()
+	member := seq(call(c.stringRule()), ws, lit(":"), ws, call(v))
+	return seq(lit("{"), ws, opt(seq(member, rep(seq(ws, lit(","), ws, member), 0, -1))), ws, lit("}"))
+}
+
+// Digits are bounded so a sampled model cannot write numbers forever.
+const (
+	maxIntDigits  = 19
+	maxFracDigits = 15
+	maxExpDigits  = 3
+)
+
+var digit = class(rangeSet('0', '9'))
+
+func numberSyntax(integer bool) frag {
+	intPart := alt(lit("0"), seq(class(rangeSet('1', '9')), rep(digit, 0, maxIntDigits-1)))
+	if integer {
+		return seq(opt(lit("-")), intPart)
+	}
+	frac := seq(lit("."), rep(digit, 1, maxFracDigits))
+	exp := seq(class(bytesOf("eE")), opt(class(bytesOf("+-"))), rep(digit, 1, maxExpDigits))
+	return seq(opt(lit("-")), intPart, opt(frac), opt(exp))
+}
+
+func (c *schemaCompiler) nonNegInt(s *jv, kw string) (int, bool, error) {
+	v := s.get(kw)
+	if v == nil {
+		return 0, false, nil
+	}
+	if v.kind == 'n' {
+		if r, ok := numberRat(v.str); ok && r.IsInt() && r.Sign() >= 0 && r.Num().IsInt64() && r.Num().Int64() < math.MaxInt32 {
+			return int(r.Num().Int64()), true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%w: %s must be a non-negative integer", ErrInvalid, kw)
+}
+
+// Long length bounds are unrolled into automaton states; beyond this they are refused.
+const maxLengthBound = 1024
+
+func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
+	minL, _, err := c.nonNegInt(s, "minLength")
+	if err != nil {
+		return nil, err
+	}
+	maxL, hasMax, err := c.nonNegInt(s, "maxLength")
+	if err != nil {
+		return nil, err
+	}
+	if !hasMax {
+		maxL = -1
+	}
+	if minL > maxLengthBound {
+		return nil, unsupported("minLength", fmt.Sprintf("over %d", maxLengthBound))
+	}
+	if maxL > maxLengthBound {
+		return nil, unsupported("maxLength", fmt.Sprintf("over %d", maxLengthBound))
+	}
+	if hasMax && maxL < minL {
+		return alt(), nil
+	}
+	var parts []frag
+	if minL > 0 || maxL >= 0 {
+		parts = append(parts, rep(jsonChar(), minL, maxL))
+	}
+	if p := s.get("pattern"); p != nil {
+		pats := []*jv{p}
+		if p.kind == 'a' { // several patterns from an allOf merge
+			pats = p.arr
+		}
+		for _, p := range pats {
+			if p.kind != 's' {
+				return nil, fmt.Errorf("%w: pattern must be a string", ErrInvalid)
+			}
+			f, err := regexFrag(p.str, true, false)
+			if err != nil {
+				return nil, fmt.Errorf("keyword \"pattern\": %w", err)
+			}
+			parts = append(parts, f)
+		}
+	}
+	if fm := s.get("format"); fm != nil && fm.kind == 's' {
+		if re, ok := formats[fm.str]; ok {
+			f, err := regexFrag(re, true, true)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, f)
+		}
+		// Unknown formats are annotations (draft 2020-12 default): any string.
+	}
+	var content frag
+	switch len(parts) {
+	case 0:
+		content = rep(jsonChar(), 0, -1)
+	case 1:
+		content = parts[0]
+	default:
+		d, err := intersect(parts)
+		if err != nil {
+			return nil, unsupported("pattern", err.Error())
+		}
+		content = dfaFrag(d)
+	}
+	return seq(lit(`"`), content, lit(`"`)), nil
+}
+
+// formats are the string formats enforced, as regular expressions over
+// the decoded text; each accepts a subset of what the format allows (e.g.
+// no leap day, no leap second), never more.
+var formats = map[string]string{
+	"date":      dateRE,
+	"time":      timeRE,
+	"date-time": dateRE + "T" + timeRE,
+	"uuid":      `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
+	"ipv4":      `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}`,
+	"email":     `[a-zA-Z0-9_%+-]{1,32}(\.[a-zA-Z0-9_%+-]{1,32}){0,3}@` + hostRE,
+	"hostname":  hostRE,
+}
+
+const (
+	dateRE  = `[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))`
+	timeRE  = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
+	labelRE = `[a-zA-Z0-9]([a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?`
+	hostRE  = labelRE + `(\.` + labelRE + `){1,4}`
+)
+
+// numberFrag compiles numbers with bounds. Integers take any bounds; other
+// numbers take integral bounds (the common "minimum": 0).
+func (c *schemaCompiler) numberFrag(s *jv, integer bool) (frag, error) {
+	var lo, hi *big.Rat
+	var loEx, hiEx bool
+	for _, kw := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		v := s.get(kw)
+		if v == nil {
+			continue
+		}
+		if v.kind == 'b' {
+			return nil, unsupported(kw, "boolean form (draft 4)")
+		}
+		if v.kind != 'n' {
+			return nil, fmt.Errorf("%w: %s must be a number", ErrInvalid, kw)
+		}
+		r, _ := numberRat(v.str)
+		switch kw {
+		case "minimum", "exclusiveMinimum":
+			ex := kw == "exclusiveMinimum"
+			if lo == nil || r.Cmp(lo) > 0 || (r.Cmp(lo) == 0 && ex) {
+				lo, loEx = r, ex
+			}
+		default:
+			ex := kw == "exclusiveMaximum"
+			if hi == nil || r.Cmp(hi) < 0 || (r.Cmp(hi) == 0 && ex) {
+				hi, hiEx = r, ex
+			}
+		}
+	}
+	if lo == nil && hi == nil {
+		return numberSyntax(integer), nil
+	}
+	if integer {
+		return intRangeFrag(lo, loEx, hi, hiEx)
+	}
+	for _, b := range []*big.Rat{lo, hi} {
+		if b != nil && !b.IsInt() {
+			kw := "minimum"
+			if b == hi {
+				kw = "maximum"
+			}
+			return nil, unsupported(kw, "a non-integer bound on a number")
+		}
+	}
+	return decimalRangeFrag(lo, loEx, hi, hiEx)
+}
+
+var maxIntValue = new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(maxIntDigits), nil), big.NewInt(1))
+
+// intBounds turns rational bounds into inclusive integer bounds, clipped to
+// what the digit bound can write.
+func intBounds(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (a, b *big.Int) {
+	a = new(big.Int).Neg(maxIntValue)
+	b = new(big.Int).Set(maxIntValue)
+	if lo != nil {
+		f := floorRat(lo)
+		if lo.IsInt() && !loEx {
+			a = f
+		} else {
+			a = f.Add(f, big.NewInt(1))
+		}
+		if a.Cmp(new(big.Int).Neg(maxIntValue)) < 0 {
+			a = new(big.Int).Neg(maxIntValue)
+		}
+	}
+	if hi != nil {
+		f := floorRat(hi)
+		if hi.IsInt() && hiEx {
+			f.Sub(f, big.NewInt(1))
+		}
+		b = f
+		if b.Cmp(maxIntValue) > 0 {
+			b = new(big.Int).Set(maxIntValue)
+		}
+	}
+	return a, b
+}
+
+func floorRat(r *big.Rat) *big.Int {
+	q, m := new(big.Int).DivMod(r.Num(), r.Denom(), new(big.Int))
+	_ = m // DivMod is Euclidean: with a positive denominator q is the floor
+	return q
+}
+
+// intRangeFrag: integers in the bounds, written without leading zeros.
+func intRangeFrag(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (frag, error) {
+	a, b := intBounds(lo, loEx, hi, hiEx)
+	return signedRange(a, b), nil
+}
+
+// signedRange matches the decimal integers in [a, b].
+func signedRange(a, b *big.Int) frag {
+	if a.Cmp(b) > 0 {
+		return alt()
+	}
+	var fs []frag
+	zero := big.NewInt(0)
+	if b.Sign() >= 0 {
+		fs = append(fs, uintRange(bigMax(a, zero).String(), b.String()))
+	}
+	if a.Sign() < 0 {
+		nb := new(big.Int).Neg(bigMin(b, big.NewInt(-1)))
+		na := new(big.Int).Neg(a)
+		fs = append(fs, seq(lit("-"), uintRange(nb.String(), na.String())))
+	}
+	return alt(fs...)
+}
+
+func bigMax(a, b *big.Int) *big.Int {
+	if a.Cmp(b) > 0 {
+		return a
+	}
+	return b
+}
+
+func bigMin(a, b *big.Int) *big.Int {
+	if a.Cmp(b) < 0 {
+		return a
+	}
+	return b
+}
+
+// uintRange matches decimal naturals in [a, b] (no leading zeros).
+func uintRange(a, b string) frag {
+	var fs []frag
+	for l := len(a); l <= len(b); l++ {
+		lo, hi := a, b
+		if l > len(a) {
+			lo = "1" + zeros(l-1)
+		}
+		if l < len(b) {
+			hi = nines(l)
+		}
+		fs = append(fs, sameLenRange(lo, hi))
+	}
+	return alt(fs...)
+}
+
+func zeros(n int) string { return repeatByte('0', n) }
+func nines(n int) string { return repeatByte('9', n) }
+func repeatByte(c byte, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = c
+	}
+	return string(b)
+}
+
+// sameLenRange matches digit strings of len(lo) between lo and hi, in
+// size linear in the length (the classic split at the first digit).
+func sameLenRange(lo, hi string) frag {
+	if lo == "" {
+		return epsilon()
+	}
+	if lo[0] == hi[0] {
+		return seq(lit(lo[:1]), sameLenRange(lo[1:], hi[1:]))
+	}
+	n := len(lo) - 1
+	var fs []frag
+	start, end := lo[0], hi[0]
+	if lo[1:] != zeros(n) {
+		fs = append(fs, seq(lit(lo[:1]), sameLenRange(lo[1:], nines(n))))
+		start++
+	}
+	if hi[1:] != nines(n) {
+		fs = append(fs, seq(lit(hi[:1]), sameLenRange(zeros(n), hi[1:])))
+		end--
+	}
+	if start <= end {
+		fs = append(fs, seq(class(rangeSet(start, end)), rep(digit, n, n)))
+	}
+	return alt(fs...)
+}
+
+// decimalRangeFrag: numbers between integral bounds, in plain decimal
+// notation (no exponent). With m = i.f the magnitude, i its integer part:
+// m >= L iff i >= L; m > L iff i > L or (i == L and f != 0); m <= H iff
+// i < H or (i == H and f == 0); m < H iff i < H. The negative half is the
+// mirror image (and never writes -0).
+func decimalRangeFrag(lo *big.Rat, loEx bool, hi *big.Rat, hiEx bool) (frag, error) {
+	var fs []frag
+	zero := new(big.Rat)
+	half := func(neg bool) {
+		var mlo, mhi *big.Rat
+		var mloEx, mhiEx bool
+		if !neg {
+			mlo, mloEx, mhi, mhiEx = lo, loEx, hi, hiEx
+			if mlo == nil || mlo.Cmp(zero) < 0 {
+				mlo, mloEx = zero, false
+			}
+		} else {
+			if hi != nil {
+				mlo, mloEx = new(big.Rat).Neg(hi), hiEx
+			}
+			if lo != nil {
+				mhi, mhiEx = new(big.Rat).Neg(lo), loEx
+			}
+			if mlo == nil || mlo.Cmp(zero) <= 0 {
+				mlo, mloEx = zero, true
+			}
+		}
+		L := floorRat(mlo)
+		lowI := new(big.Int).Set(L)
+		if mloEx {
+			lowI.Add(lowI, big.NewInt(1))
+		}
+		var pieces []frag
+		anyFrac := opt(seq(lit("."), rep(digit, 1, maxFracDigits)))
+		if mhi == nil {
+			if mloEx {
+				pieces = append(pieces, seq(lit(L.String()), fracNonzero()))
+			}
+			if lowI.Cmp(maxIntValue) <= 0 {
+				pieces = append(pieces, seq(uintRange(lowI.String(), maxIntValue.String()), anyFrac))
+			}
+		} else {
+			H := floorRat(mhi)
+			if mloEx && L.Cmp(H) < 0 {
+				pieces = append(pieces, seq(lit(L.String()), fracNonzero()))
+			}
+			top := new(big.Int).Sub(H, big.NewInt(1))
+			if top.Cmp(maxIntValue) > 0 {
+				top.Set(maxIntValue)
+			}
+			if lowI.Cmp(top) <= 0 {
+				pieces = append(pieces, seq(uintRange(lowI.String(), top.String()), anyFrac))
+			}
+			if !mhiEx && H.Cmp(lowI) >= 0 && H.Cmp(maxIntValue) <= 0 {
+				pieces = append(pieces, seq(lit(H.String()), opt(seq(lit("."), rep(lit("0"), 1, maxFracDigits)))))
+			}
+		}
+		if len(pieces) == 0 {
+			return
+		}
+		p := alt(pieces...)
+		if neg {
+			p = seq(lit("-"), p)
+		}
+		fs = append(fs, p)
+	}
+	half(false)
+	if lo == nil || lo.Sign() < 0 {
+		half(true)
+	}
+	return alt(fs...), nil
+}
+
+// fracNonzero is a fraction with at least one non-zero digit.
+func fracNonzero() frag {
+	return seq(lit("."), rep(lit("0"), 0, maxFracDigits-1), class(rangeSet('1', '9')), rep(digit, 0, maxFracDigits-1))
+}

@@ -1,0 +1,140 @@
+package grammar
+
+import "fmt"
+
+// leafDFA determinizes a call-free fragment.
+func leafDFA(f frag) (*dfa, error) {
+	n := &nfa{}
+	s, e := n.state(), n.state()
+	f(n, s, e)
+	return determinize(n, s, e)
+}
+
+// product runs DFAs in lockstep; keep decides acceptance from the parts'.
+func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
+	type key string
+	enc := func(qs []int32) key {
+		b := make([]byte, 0, 4*len(qs))
+		for _, q := range qs {
+			b = append(b, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
+		}
+		return key(b)
+	}
+	out := &dfa{}
+	index := map[key]int32{}
+	var queue [][]int32
+	add := func(qs []int32) (int32, error) {
+		k := enc(qs)
+		if id, ok := index[k]; ok {
+			return id, nil
+		}
+		id := int32(len(out.accept))
+		if id >= maxDFAStates {
+			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
+		}
+		index[k] = id
+		acc := make([]bool, len(qs))
+		for i, q := range qs {
+			acc[i] = q >= 0 && ds[i].accept[q]
+		}
+		out.accept = append(out.accept, keep(acc))
+		out.calls = append(out.calls, nil)
+		out.trans = append(out.trans, make([]int32, 256)...)
+		queue = append(queue, qs)
+		return id, nil
+	}
+	start := make([]int32, len(ds))
+	if _, err := add(start); err != nil {
+		return nil, err
+	}
+	for q := 0; q < len(queue); q++ {
+		qs := queue[q]
+		for b := 0; b < 256; b++ {
+			next := make([]int32, len(qs))
+			alive := false
+			for i, s := range qs {
+				next[i] = -1
+				if s >= 0 {
+					next[i] = ds[i].trans[int(s)<<8|b]
+				}
+				alive = alive || next[i] >= 0
+			}
+			if !alive {
+				out.trans[q*256+b] = -1
+				continue
+			}
+			id, err := add(next)
+			if err != nil {
+				return nil, err
+			}
+			out.trans[q*256+b] = id
+		}
+	}
+	out.trim(nil)
+	return out, nil
+}
+
+// intersect is the DFA of the texts every fragment matches.
+func intersect(fs []frag) (*dfa, error) {
+	ds := make([]*dfa, len(fs))
+	for i, f := range fs {
+		d, err := leafDFA(f)
+		if err != nil {
+			return nil, err
+		}
+		ds[i] = d
+	}
+	return product(ds, func(acc []bool) bool {
+		for _, a := range acc {
+			if !a {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// difference is the DFA of the texts a matches and b does not.
+func difference(a, b frag) (*dfa, error) {
+	da, err := leafDFA(a)
+	if err != nil {
+		return nil, err
+	}
+	db, err := leafDFA(b)
+	if err != nil {
+		return nil, err
+	}
+	return product([]*dfa{da, db}, func(acc []bool) bool { return acc[0] && !acc[1] })
+}
+
+// dfaFrag embeds a call-free DFA into a rule under construction.
+func dfaFrag(d *dfa) frag {
+	return func(n *nfa, from, to int32) {
+		st := make([]int32, d.states())
+		for q := range st {
+			st[q] = n.state()
+		}
+		n.eps[from] = append(n.eps[from], st[0])
+		for q := range st {
+			if d.accept[q] {
+				n.eps[st[q]] = append(n.eps[st[q]], to)
+			}
+			edges := map[int32]*byteSet{}
+			var order []int32
+			for b := 0; b < 256; b++ {
+				t := d.trans[q*256+b]
+				if t < 0 {
+					continue
+				}
+				if edges[t] == nil {
+					edges[t] = &byteSet{}
+					order = append(order, t)
+				}
+				edges[t].add(byte(b))
+			}
+			for _, t := range order {
+				n.bytes[st[q]] = append(n.bytes[st[q]], byteEdge{*edges[t], st[t]})
+			}
+		}
+	}
+}

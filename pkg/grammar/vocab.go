@@ -1,0 +1,163 @@
+package grammar
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+)
+
+// TokenSource is what a Vocab is built from; *tokenizer.Tokenizer has these methods.
+type TokenSource interface {
+	VocabSize() int
+	TokenBytes(id int32) []byte
+	IsSpecial(id int32) bool
+	EOS() int32
+}
+
+// Vocab is a tokenizer's vocabulary as the grammar engine needs it: the raw
+// bytes of every token and a byte trie over them. Build it once per
+// tokenizer; it is safe for concurrent use and holds the caches that do not
+// depend on any one grammar.
+type Vocab struct {
+	size   int      // number of token ids: mask bits
+	tokens [][]byte // id → bytes; nil: never allowed by a grammar (special tokens)
+	eos    []int32  // allowed exactly when the grammar may end
+
+	// The trie in preorder: node 0 is the root (empty prefix); the subtree
+	// of node i is [i, end[i]); a node's children follow it in byte order.
+	nodeByte  []byte
+	nodeEnd   []int32
+	nodeDepth []uint16
+	nodeTok   []int32 // id of a token that ends here, -1 if none
+	dupTok    map[int32][]int32
+	maxDepth  int
+
+	mu        sync.Mutex
+	leafCache map[leafKey]*leafResult
+	leafBytes int // memory held by leafCache, bounded by leafCacheMax
+}
+
+const leafCacheMax = 256 << 20
+
+// NewVocab builds a Vocab from token bytes indexed by id; nil or empty
+// entries are never allowed (special and unused ids), eos lists the ids
+// that end the text.
+func NewVocab(tokens [][]byte, eos []int32) *Vocab {
+	v := &Vocab{size: len(tokens), tokens: tokens, leafCache: map[leafKey]*leafResult{}, dupTok: map[int32][]int32{}}
+	for _, e := range eos {
+		if e >= 0 && int(e) < len(tokens) {
+			v.eos = append(v.eos, e)
+		}
+	}
+	ids := make([]int32, 0, len(tokens))
+	for id, b := range tokens {
+		if len(b) > 0 && !slices.Contains(v.eos, int32(id)) {
+			ids = append(ids, int32(id))
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := bytes.Compare(tokens[a], tokens[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	v.buildTrie(ids)
+	return v
+}
+
+// VocabFromTokenizer builds the Vocab of a loaded tokenizer: special tokens
+// are never allowed by a grammar, except the EOS id (and extraEOS, e.g. a
+// chat model's end-of-turn token), which is allowed where the grammar may end.
+func VocabFromTokenizer(t TokenSource, extraEOS ...int32) *Vocab {
+	n := t.VocabSize()
+	toks := make([][]byte, n)
+	for id := 0; id < n; id++ {
+		if t.IsSpecial(int32(id)) {
+			continue
+		}
+		toks[id] = t.TokenBytes(int32(id))
+	}
+	eos := append([]int32{}, extraEOS...)
+	if e := t.EOS(); e >= 0 {
+		eos = append(eos, e)
+	}
+	return NewVocab(toks, eos)
+}
+
+// Size is the number of token ids, the number of bits FillMask writes.
+func (v *Vocab) Size() int { return v.size }
+
+// MaskWords is the length of the []uint64 FillMask needs.
+func (v *Vocab) MaskWords() int { return (v.size + 63) / 64 }
+
+// EOS lists the ids allowed exactly where the grammar may end.
+func (v *Vocab) EOS() []int32 { return v.eos }
+
+// TokenBytes is the bytes of token id (nil for special ids).
+func (v *Vocab) TokenBytes(id int32) []byte {
+	if id < 0 || int(id) >= v.size {
+		return nil
+	}
+	return v.tokens[id]
+}
+
+// buildTrie lays the sorted tokens out as a preorder trie.
+func (v *Vocab) buildTrie(ids []int32) {
+	v.nodeByte = append(v.nodeByte, 0)
+	v.nodeDepth = append(v.nodeDepth, 0)
+	v.nodeTok = append(v.nodeTok, -1)
+	path := []int32{0} // path[d]: node at depth d on the current branch
+	var prev []byte
+	for _, id := range ids {
+		b := v.tokens[id]
+		if len(b) > 0xffff {
+			continue
+		}
+		common := 0
+		for common < len(prev) && common < len(b) && prev[common] == b[common] {
+			common++
+		}
+		if common == len(b) && len(prev) == len(b) { // same bytes as the previous token
+			n := path[len(b)]
+			v.dupTok[n] = append(v.dupTok[n], id)
+			continue
+		}
+		path = path[:common+1]
+		for d := common; d < len(b); d++ {
+			n := int32(len(v.nodeByte))
+			v.nodeByte = append(v.nodeByte, b[d])
+			v.nodeDepth = append(v.nodeDepth, uint16(d+1))
+			v.nodeTok = append(v.nodeTok, -1)
+			path = append(path, n)
+		}
+		v.nodeTok[path[len(b)]] = id
+		v.maxDepth = max(v.maxDepth, len(b))
+		prev = b
+	}
+	// Subtree ends: a node's subtree ends where the next node at its depth or shallower starts.
+	v.nodeEnd = make([]int32, len(v.nodeByte))
+	var open []int32
+	for i := range v.nodeByte {
+		d := v.nodeDepth[i]
+		for len(open) > 0 && v.nodeDepth[open[len(open)-1]] >= d {
+			v.nodeEnd[open[len(open)-1]] = int32(i)
+			open = open[:len(open)-1]
+		}
+		open = append(open, int32(i))
+	}
+	for _, n := range open {
+		v.nodeEnd[n] = int32(len(v.nodeByte))
+	}
+}
+
+// setTokens marks the tokens that end at trie node n.
+func (v *Vocab) setTokens(bits []uint64, n int32) {
+	if id := v.nodeTok[n]; id >= 0 {
+		bits[id>>6] |= 1 << (uint(id) & 63)
+		if len(v.dupTok) > 0 {
+			for _, d := range v.dupTok[n] {
+				bits[d>>6] |= 1 << (uint(d) & 63)
+			}
+		}
+	}
+}
