@@ -54,13 +54,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if v := o.boolean("add_generation_prompt"); v != nil {
 		addGen = *v
 	}
-	extra := chattmpl.NewMap()
-	if bos := s.tok.BOS(); bos >= 0 {
-		extra.Set("bos_token", s.tok.Token(bos))
-	}
-	if eos := s.tok.EOS(); eos >= 0 {
-		extra.Set("eos_token", s.tok.Token(eos))
-	}
+	extra := s.templateExtra()
 	if v := o.str("reasoning_effort"); v != nil {
 		extra.Set("reasoning_effort", *v)
 	}

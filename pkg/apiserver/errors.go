@@ -155,5 +155,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 	if s.opts.Observer != nil && !e.observed && !isHealthProbe(r.Context()) {
 		s.opts.Observer.RequestFailed(r.URL.Path, e.Status)
 	}
+	if isOllamaPath(r.URL.Path) {
+		writeJSON(w, e.Status, ollamaError{Error: e.Message})
+		return
+	}
 	writeJSON(w, e.Status, e.body())
 }

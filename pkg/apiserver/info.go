@@ -24,6 +24,7 @@ func (s *Server) routes() http.Handler {
 		"/get_server_info":     {http.MethodGet: s.handleServerInfo, http.MethodPost: s.handleServerInfo},
 		"/metrics":             {http.MethodGet: s.handleMetrics},
 	}}
+	s.ollamaRoutes(rt.routes)
 	return s.wrap(s.guard(rt))
 }
 

@@ -116,6 +116,8 @@ type Options struct {
 	// AllowedOrigins enables CORS for these origins ("*": any) and
 	// answers their preflight OPTIONS requests.
 	AllowedOrigins []string
+	// ModelDetails describe the model to ollama clients (/api/tags, /api/show).
+	ModelDetails ModelDetails
 	// Metrics serves /metrics (the metric role's text plus live gauges).
 	Metrics http.Handler
 	// ServerInfo is what /get_server_info returns (the resolved config).

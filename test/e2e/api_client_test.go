@@ -45,6 +45,12 @@ func runOpenAIClientCheck(t *testing.T, base string, extra ...string) {
 func runNodeCheck(t *testing.T, name, base string, extra ...string) {
 	t.Helper()
 	dir := openAINodeDir(t)
+	runNodeScript(t, name, []string{envOpenAINodeDir + "=" + dir}, append([]string{"--base-url", base + "/v1"}, extra...)...)
+}
+
+// runNodeScript runs scripts/NAME with node, env added to the environment.
+func runNodeScript(t *testing.T, name string, env []string, args ...string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not found (scripts/install-test-deps.sh installs it)")
@@ -52,13 +58,13 @@ func runNodeCheck(t *testing.T, name, base string, extra ...string) {
 	script := filepath.Join(repoRoot(t), "scripts", name)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{script, "--base-url", base + "/v1"}, extra...)...)
-	cmd.Env = append(os.Environ(), envOpenAINodeDir+"="+dir)
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, extra, err, out)
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
-	t.Logf("%s %v:\n%s", name, extra, out)
+	t.Logf("%s %v:\n%s", name, args, out)
 }
 
 // apiDial opens a raw TCP connection to the server at base.

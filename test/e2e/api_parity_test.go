@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,10 +24,18 @@ func TestAPIParity(t *testing.T) {
 	models := modelsDir(t)
 	bin := buildBinaries(t)
 	const key, origin = "e2e-secret-key", "http://ui.example"
+	tmpl := filepath.Join(t.TempDir(), "chat.jinja")
+	if err := os.WriteFile(tmpl, []byte(chatMLTemplate), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"),
 		"--served_model_name", "stories,story-alias", "--api_key", key, "--allowed_origins", origin,
-		"--health_interval", "200ms")
+		"--health_interval", "200ms", "--chat_template", tmpl)
 	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin)
+	t.Run("ollama client", func(t *testing.T) {
+		runNodeScript(t, "ollama-client-check.mjs", []string{envOllamaNodeDir + "=" + ollamaNodeDir(t)},
+			"--host", s.base, "--models", "stories,story-alias", "--api-key", key, "--chat")
+	})
 
 	t.Run("one warning per unknown field", func(t *testing.T) {
 		c := newAPIClient(t, s.base)
@@ -60,4 +69,28 @@ func TestAPIParity(t *testing.T) {
 			t.Errorf("a probe was refused:\n%s", tail(s.log.String(), 4096))
 		}
 	})
+}
+
+// chatMLTemplate gives stories260K (which ships none) a chat template, for
+// ollama's /api/chat.
+const chatMLTemplate = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+	"{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+
+// The ollama npm client, as the OpenAI one: scripts/install-test-deps.sh
+// installs it, the tests find it through OLLAMA_NODE_DIR or at the
+// script's default place.
+const envOllamaNodeDir = "OLLAMA_NODE_DIR"
+
+func ollamaNodeDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(envOllamaNodeDir)
+	if dir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".cache", "lightllm-test", "ollama")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ollama", "package.json")); err != nil {
+		t.Skipf("the ollama npm client is not installed (run scripts/install-test-deps.sh, or set %s): %v", envOllamaNodeDir, err)
+	}
+	return dir
 }

@@ -69,6 +69,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		APIKeys:           cfg.APIKeys(),
 		MetricsNeedAPIKey: cfg.MetricsNeedAPIKey,
 		AllowedOrigins:    cfg.AllowedOrigins,
+		ModelDetails:      modelDetails(cfg.ModelDir),
 		ModelDir:          cfg.ModelDir,
 		MaxReqTotalLen:    cfg.MaxReqTotalLen,
 		MaxInFlight:       region.NumSlots(),
