@@ -1,14 +1,14 @@
 package config
 
 import (
-	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
 )
 
 func TestResolveStories260K(t *testing.T) {
@@ -192,65 +192,46 @@ func TestLoadSharedResolvesOnce(t *testing.T) {
 	}
 }
 
-// ggufBytes builds a GGUF v3 header with the given metadata entries.
-func ggufBytes(kv func(w *bytes.Buffer) int) []byte {
-	var body bytes.Buffer
-	n := kv(&body)
-	var b bytes.Buffer
-	b.WriteString("GGUF")
-	binary.Write(&b, binary.LittleEndian, uint32(3))
-	binary.Write(&b, binary.LittleEndian, uint64(0))
-	binary.Write(&b, binary.LittleEndian, uint64(n))
-	b.Write(body.Bytes())
-	return b.Bytes()
-}
-
-func putStr(w *bytes.Buffer, s string) {
-	binary.Write(w, binary.LittleEndian, uint64(len(s)))
-	w.WriteString(s)
-}
-
-func TestGGUFMetadataErrors(t *testing.T) {
-	good := ggufBytes(func(w *bytes.Buffer) int {
-		putStr(w, "general.architecture")
-		binary.Write(w, binary.LittleEndian, uint32(gString))
-		putStr(w, "llama")
-		putStr(w, "tokenizer.ggml.tokens")
-		binary.Write(w, binary.LittleEndian, uint32(gArray))
-		binary.Write(w, binary.LittleEndian, uint32(gString))
-		binary.Write(w, binary.LittleEndian, uint64(2))
-		putStr(w, "a")
-		putStr(w, "bc")
-		putStr(w, "llama.context_length")
-		binary.Write(w, binary.LittleEndian, uint32(gU32))
-		binary.Write(w, binary.LittleEndian, uint32(2048))
-		return 3
-	})
-	kv, err := readGGUFMetadata(bytes.NewReader(good), "good")
-	if err != nil || kv["general.architecture"] != "llama" || kv["llama.context_length"] != int64(2048) {
-		t.Fatalf("good file: %v %v", kv, err)
+// TestGGUFInfo reads a model's description from GGUF metadata (through
+// pkg/gguf) and refuses files that are not GGUF or lack an architecture.
+func TestGGUFInfo(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, kv map[string]any) string {
+		w := gguf.NewWriter()
+		for k, v := range kv {
+			w.Set(k, v)
+		}
+		p := filepath.Join(dir, name)
+		if err := w.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	tests := map[string][]byte{
-		"empty":       nil,
-		"magic":       []byte("GGUX\x03\x00\x00\x00"),
-		"version":     []byte("GGUF\x09\x00\x00\x00"),
-		"truncated":   good[:len(good)-3],
-		"bad type":    ggufBytes(func(w *bytes.Buffer) int { putStr(w, "k"); binary.Write(w, binary.LittleEndian, uint32(99)); return 1 }),
-		"huge string": ggufBytes(func(w *bytes.Buffer) int { binary.Write(w, binary.LittleEndian, uint64(1<<40)); return 1 }),
+	good := write("good.gguf", map[string]any{"general.architecture": "llama", "llama.context_length": uint32(2048),
+		"llama.block_count": uint32(2), "llama.attention.head_count": uint32(8), "llama.attention.head_count_kv": uint32(2),
+		"llama.embedding_length": uint32(64), "tokenizer.ggml.tokens": []string{"a", "bc"},
+		"tokenizer.ggml.eos_token_id": uint32(2), "general.file_type": uint32(1)})
+	info, err := readGGUFInfo(good)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, b := range tests {
+	want := ModelInfo{Format: FormatGGUF, Path: good, Arch: "llama", ContextLength: 2048, NumLayers: 2, NumHeads: 8,
+		NumKVHeads: 2, HiddenSize: 64, EOS: []int{2}, DType: "fp16"}
+	if !reflect.DeepEqual(*info, want) {
+		t.Fatalf("info %+v\nwant %+v", *info, want)
+	}
+	noArch := write("noarch.gguf", map[string]any{"llama.block_count": uint32(2)})
+	notGGUF := filepath.Join(dir, "not.gguf")
+	os.WriteFile(notGGUF, []byte("GGUX\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"), 0o644)
+	for name, c := range map[string]struct{ path, want string }{
+		"no architecture": {noArch, "no general.architecture"},
+		"not gguf":        {notGGUF, "magic"},
+		"missing":         {filepath.Join(dir, "absent.gguf"), "no such file"},
+	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := readGGUFMetadata(bytes.NewReader(b), name); err == nil {
-				t.Fatal("accepted a bad file")
+			if _, err := readGGUFInfo(c.path); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
 			}
 		})
 	}
-}
-
-func FuzzGGUFMetadata(f *testing.F) {
-	f.Add([]byte("GGUF\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"))
-	f.Add([]byte("GGUF\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = readGGUFMetadata(bytes.NewReader(b), "fuzz") // must not panic
-	})
 }

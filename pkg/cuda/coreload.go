@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 
+	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
@@ -12,37 +13,42 @@ const stageBytes = 64 << 20
 // loadWeights converts every weight to the device type and copies it over:
 // matrices in the weight type (q|k|v and gate|up stacked into one matrix
 // each, so each is one product), vectors in f32.
-func (c *core) loadWeights(wf *weightFile) error {
+func (c *core) loadWeights(mw model.Weights) error {
 	cfg := c.cfg
-	up := uploader{c: c, wf: wf, tmp: make([]float32, max(cfg.Hidden, cfg.FFN, cfg.Heads*cfg.HeadDim))}
+	up := uploader{c: c, tmp: make([]float32, max(cfg.Hidden, cfg.FFN, cfg.Heads*cfg.HeadDim))}
 	w := &c.w
-	w.neox, w.ropeScale, w.freqScale = wf.neox, wf.ropeScale, wf.freqScale
+	w.neox, w.ropeScale, w.freqScale = mw.RopeNeox, mw.RopeScale, mw.FreqScale
 	es := int64(c.opt.wt.size())
 	var err error
-	if w.freqFactor, err = up.vec(wf.freqFactor, "rope_freqs"); err != nil {
+	if mw.FreqFactor != nil && len(mw.FreqFactor) != cfg.HeadDim/2 {
+		return fmt.Errorf("cuda: %d RoPE frequency factors, want %d", len(mw.FreqFactor), cfg.HeadDim/2)
+	}
+	if w.freqFactor, err = up.vec(mw.FreqFactor, "rope_freqs"); err != nil {
 		return err
 	}
-	if w.embed, err = up.mat(devMat{[]matPart{{"token_embd.weight", cfg.Vocab}}, cfg.Hidden}, "embedding"); err != nil {
+	if w.embed, err = up.mat(devMat{[]matPart{{"token embedding", mw.Embed, cfg.Vocab}}, cfg.Hidden}, "embedding"); err != nil {
 		return err
 	}
 	w.output = w.embed
 	if !cfg.TiedEmbeddings {
-		if w.output, err = up.mat(devMat{[]matPart{{"output.weight", cfg.Vocab}}, cfg.Hidden}, "output"); err != nil {
+		if w.output, err = up.mat(devMat{[]matPart{{"output", mw.Output, cfg.Vocab}}, cfg.Hidden}, "output"); err != nil {
 			return err
 		}
 	}
 	w.matBytes = int64(cfg.Vocab) * int64(cfg.Hidden) * es
-	outNorm, err := wf.vector("output_norm.weight", cfg.Hidden, false)
-	if err != nil {
+	if len(mw.OutNorm) != cfg.Hidden {
+		return fmt.Errorf("cuda: output norm has %d values, want %d", len(mw.OutNorm), cfg.Hidden)
+	}
+	if w.outNorm, err = up.vec(mw.OutNorm, "output_norm"); err != nil {
 		return err
 	}
-	if w.outNorm, err = up.vec(outNorm, "output_norm"); err != nil {
-		return err
+	if len(mw.Layers) != cfg.Layers {
+		return fmt.Errorf("cuda: %d layers of weights, want %d", len(mw.Layers), cfg.Layers)
 	}
 	w.layers = make([]devLayer, cfg.Layers)
 	for i := range w.layers {
 		ly := &w.layers[i]
-		qkv, wo, gu, down := layerMats(cfg, i)
+		qkv, wo, gu, down := layerMats(cfg, &mw.Layers[i], i)
 		for _, m := range []struct {
 			dst *uint64
 			m   devMat
@@ -52,7 +58,7 @@ func (c *core) loadWeights(wf *weightFile) error {
 			}
 			w.matBytes += int64(m.m.rows()) * int64(m.m.cols) * es
 		}
-		hl, err := wf.layerVectors(cfg, i)
+		hl, err := layerVectors(cfg, &mw.Layers[i], i)
 		if err != nil {
 			return err
 		}
@@ -71,13 +77,15 @@ func (c *core) loadWeights(wf *weightFile) error {
 // uploader carries the conversion buffers of one upload.
 type uploader struct {
 	c     *core
-	wf    *weightFile
 	stage []byte
 	tmp   []float32
 }
 
 // mat uploads a device matrix (its parts stacked by rows).
 func (u *uploader) mat(dm devMat, what string) (uint64, error) {
+	if err := dm.check(); err != nil {
+		return 0, err
+	}
 	rowOut := int64(dm.cols) * int64(u.c.opt.wt.size())
 	p, err := u.c.dev.alloc(int64(dm.rows())*rowOut, what)
 	if err != nil {
@@ -86,11 +94,7 @@ func (u *uploader) mat(dm devMat, what string) (uint64, error) {
 	u.c.w.bytes += int64(dm.rows()) * rowOut
 	off := uint64(0)
 	for _, part := range dm.parts {
-		t, err := u.wf.matrix(part.name, part.rows, dm.cols)
-		if err != nil {
-			return 0, err
-		}
-		if err := u.rows(p+off, t, part.rows, dm.cols); err != nil {
+		if err := u.rows(p+off, part.m, part.rows, dm.cols); err != nil {
 			return 0, fmt.Errorf("cuda: uploading %s: %w", part.name, err)
 		}
 		off += uint64(int64(part.rows) * rowOut)
@@ -98,13 +102,13 @@ func (u *uploader) mat(dm devMat, what string) (uint64, error) {
 	return p, nil
 }
 
-// rows copies a [rows x cols] tensor to dst in the weight type: straight
-// from the mapped file when the types agree, else converted in chunks.
-func (u *uploader) rows(dst uint64, t *hostTensor, rows, cols int) error {
+// rows copies a [rows x cols] matrix to dst in the weight type: straight
+// from the model's bytes when the types agree, else converted in chunks.
+func (u *uploader) rows(dst uint64, t *tensor.Matrix, rows, cols int) error {
 	wt := u.c.opt.wt
 	rowOut := cols * wt.size()
-	if t.typ == wt.tensorType() {
-		return u.c.dev.write(dst, t.data[:rows*rowOut])
+	if t.Type == wt.tensorType() {
+		return u.c.dev.write(dst, t.Data[:rows*rowOut])
 	}
 	chunk := max(1, stageBytes/rowOut)
 	if need := min(rows, chunk) * rowOut; cap(u.stage) < need {

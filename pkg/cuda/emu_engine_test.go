@@ -76,7 +76,7 @@ func TestEmulatedEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	core, _ := newEmuCore(t, path, cpu.Config(), Options{KVType: "f32"})
+	core, _ := newEmuCore(t, cpu, Options{KVType: "f32"})
 	prefix := []int32{1, 403, 407, 261, 378, 432, 383, 286}
 	var prompts [][]int32
 	for i := 0; i < 6; i++ {

@@ -26,21 +26,17 @@ func (f coreForwarder) Forward(b *model.Batch, kv *model.KV, logits [][]float32)
 	return f.c.forward(b, kv, logits, nil)
 }
 
-// newEmuCore loads the weights at path onto an emulated device.
-func newEmuCore(t testing.TB, path string, cfg model.Config, o Options) (*core, *emuDevice) {
+// newEmuCore loads cpu's weights onto an emulated device.
+func newEmuCore(t testing.TB, cpu *model.Model, o Options) (*core, *emuDevice) {
 	t.Helper()
+	cfg := cpu.Config()
 	r, err := o.resolve(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	emu := newEmu(t, r.wt, r.kvt)
 	c := &core{cfg: cfg, opt: r, dev: emu}
-	wf, err := openWeights(path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wf.Close()
-	if err := c.loadWeights(wf); err != nil {
+	if err := c.loadWeights(cpu.Weights()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.prepare(); err != nil {
@@ -245,7 +241,7 @@ func TestEmulatedForwardMatchesCPU(t *testing.T) {
 			}
 			defer cpu.Close()
 			c.opt.MaxBatchTokens = 16 // below the first batch: the scratch must grow
-			core, emu := newEmuCore(t, path, cpu.Config(), c.opt)
+			core, emu := newEmuCore(t, cpu, c.opt)
 			const pool = 96
 			h := cpu.NewKV(0)
 			core.newKV(pool, h)
@@ -276,7 +272,7 @@ func TestEmulatedSplitIsMoreAccurate(t *testing.T) {
 	defer cpu.Close()
 	var rel [2]float64
 	for i, split := range []bool{false, true} {
-		core, _ := newEmuCore(t, path, cpu.Config(), Options{KVType: "f32", Split: split})
+		core, _ := newEmuCore(t, cpu, Options{KVType: "f32", Split: split})
 		h := cpu.NewKV(0)
 		core.newKV(64, h)
 		rel[i] = compareScenario(t, cpu, cpu.NewKV(64), coreForwarder{core}, h, nil, 64, 2, 5).maxRel
@@ -294,7 +290,7 @@ func TestEmulatedForwardErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	core, emu := newEmuCore(t, path, cpu.Config(), Options{})
+	core, emu := newEmuCore(t, cpu, Options{})
 	V := cpu.Config().Vocab
 	h := cpu.NewKV(0)
 	core.newKV(8, h)
@@ -363,7 +359,7 @@ func TestEmulatedLongContext(t *testing.T) {
 	}
 	defer cpu.Close()
 	V := cpu.Config().Vocab
-	core, _ := newEmuCore(t, path, cpu.Config(), Options{KVType: "f32", MaxBatchTokens: 16})
+	core, _ := newEmuCore(t, cpu, Options{KVType: "f32", MaxBatchTokens: 16})
 	const pool = 400
 	h, cpuKV := cpu.NewKV(0), cpu.NewKV(pool)
 	core.newKV(pool, h)

@@ -48,7 +48,7 @@ func loadPair(t *testing.T, path, cpuKV string, o Options) (*model.Model, *Model
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Load(cpu, path, o)
+	g, err := Load(cpu, o)
 	if err != nil {
 		cpu.Close()
 		if os.Getenv("LIGHTLLM_REQUIRE_GPU") == "1" {
@@ -201,7 +201,7 @@ func TestGPUThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	g, err := Load(cpu, path, Options{})
+	g, err := Load(cpu, Options{})
 	if err != nil {
 		if os.Getenv("LIGHTLLM_REQUIRE_GPU") == "1" {
 			t.Fatal(err)

@@ -32,11 +32,11 @@ type Model struct {
 	closed bool
 }
 
-// Load puts m's weights on the GPU chosen by o and prepares its kernels.
-// path is the file or directory m was loaded from (the weights are read
-// from there: pkg/model does not export its tensors). m stays the caller's
-// to close; the *Model needs it until its own Close.
-func Load(m *model.Model, path string, o Options) (*Model, error) {
+// Load puts m's weights (its model.Weights view) on the GPU chosen by o
+// and prepares its kernels. m stays the caller's to close; the *Model
+// needs it until its own Close. Loading m with MmapWeights avoids a
+// private host copy of weights that are only read here once.
+func Load(m *model.Model, o Options) (*Model, error) {
 	cfg := m.Config()
 	r, err := o.resolve(cfg)
 	if err != nil {
@@ -49,7 +49,7 @@ func Load(m *model.Model, path string, o Options) (*Model, error) {
 		return nil, err
 	}
 	g := &Model{c: core{cfg: cfg, opt: r, dev: d}, d: d, cpu: m}
-	if err := g.load(path); err != nil {
+	if err := g.load(m.Weights()); err != nil {
 		g.closed = true
 		d.close()
 		return nil, err
@@ -60,17 +60,9 @@ func Load(m *model.Model, path string, o Options) (*Model, error) {
 	return g, nil
 }
 
-func (g *Model) load(path string) error {
+func (g *Model) load(w model.Weights) error {
 	start := time.Now()
-	wf, err := openWeights(path, g.c.cfg)
-	if err != nil {
-		return err
-	}
-	err = g.c.loadWeights(wf)
-	if cerr := wf.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("cuda: closing %s: %w", path, cerr)
-	}
-	if err != nil {
+	if err := g.c.loadWeights(w); err != nil {
 		return err
 	}
 	g.c.opt.Log.Debug().Dur("took", time.Since(start)).Int64("bytes", g.c.w.bytes).Msg("cuda weights uploaded")

@@ -78,7 +78,7 @@ func TestLoadFailsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	g, err := Load(m, path, Options{DeviceUUID: "GPU-00000000-0000-0000-0000-000000000000", KernelCacheDir: "off"})
+	g, err := Load(m, Options{DeviceUUID: "GPU-00000000-0000-0000-0000-000000000000", KernelCacheDir: "off"})
 	if err == nil {
 		g.Close()
 		t.Fatal("Load found a device with the all-zero UUID")

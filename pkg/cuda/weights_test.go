@@ -29,47 +29,43 @@ func storiesPath(t *testing.T, name string) string {
 	return p
 }
 
-func loadConfig(t *testing.T, path string) model.Config {
+func loadCPU(t *testing.T, path string) *model.Model {
 	t.Helper()
 	m, err := model.Load(path, model.LoadOptions{Threads: 1, NoTokenizer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	return m.Config()
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
-// TestWeightsMatchLayouts reads stories260K from its GGUF and HF forms: every
-// device matrix and vector resolves with the right shape, the RoPE layout
-// follows pkg/model's rule, and the two files hold the same values once the
-// GGUF's adjacent-pair q/k rows are mapped back to HF's rotate-half order.
+// TestWeightsMatchLayouts takes stories260K's weights from the model's view
+// of its GGUF and HF forms: every device matrix and vector resolves with
+// the right shape, the RoPE layout is the one of the stored q/k rows, and
+// the two forms hold the same values once the GGUF's adjacent-pair q/k rows
+// are mapped back to HF's rotate-half order.
 func TestWeightsMatchLayouts(t *testing.T) {
-	ggPath, hfPath := storiesPath(t, "stories260K-f32.gguf"), storiesPath(t, "hf")
-	cfg := loadConfig(t, ggPath)
-	files := map[string]*weightFile{}
-	for name, p := range map[string]string{"gguf": ggPath, "hf": hfPath} {
-		w, err := openWeights(p, cfg)
-		if err != nil {
-			t.Fatal(err)
+	views := map[string]model.Weights{}
+	var cfg model.Config
+	for name, p := range map[string]string{"gguf": storiesPath(t, "stories260K-f32.gguf"), "hf": storiesPath(t, "hf")} {
+		m := loadCPU(t, p)
+		cfg = m.Config()
+		w := m.Weights()
+		views[name] = w
+		if want := name == "hf"; w.RopeNeox != want {
+			t.Errorf("%s: neox = %v, want %v", name, w.RopeNeox, want)
 		}
-		defer w.Close()
-		files[name] = w
-		if want := name == "hf"; w.neox != want {
-			t.Errorf("%s: neox = %v, want %v", name, w.neox, want)
-		}
-		if w.freqScale != 1 || w.freqFactor != nil {
-			t.Errorf("%s: unexpected RoPE scaling %v %v", name, w.freqScale, w.freqFactor)
+		if w.FreqScale != 1 || w.FreqFactor != nil {
+			t.Errorf("%s: unexpected RoPE scaling %v %v", name, w.FreqScale, w.FreqFactor)
 		}
 		for i := 0; i < cfg.Layers; i++ {
-			qkv, wo, gu, down := layerMats(cfg, i)
+			qkv, wo, gu, down := layerMats(cfg, &w.Layers[i], i)
 			for _, dm := range []devMat{qkv, wo, gu, down} {
-				for _, part := range dm.parts {
-					if _, err := w.matrix(part.name, part.rows, dm.cols); err != nil {
-						t.Errorf("%s: %v", name, err)
-					}
+				if err := dm.check(); err != nil {
+					t.Errorf("%s: %v", name, err)
 				}
 			}
-			if _, err := w.layerVectors(cfg, i); err != nil {
+			if _, err := layerVectors(cfg, &w.Layers[i], i); err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
@@ -77,39 +73,39 @@ func TestWeightsMatchLayouts(t *testing.T) {
 	// GGUF q row r holds HF row ggufRow(r): heads keep their place, pairs
 	// (2i, 2i+1) come from (i, i+hd/2).
 	hd := cfg.HeadDim
-	gq, err := files["gguf"].matrix("blk.0.attn_q.weight", cfg.Heads*hd, cfg.Hidden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hq, err := files["hf"].matrix("blk.0.attn_q.weight", cfg.Heads*hd, cfg.Hidden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(ht *hostTensor, r int) []byte { return ht.data[r*4*cfg.Hidden : (r+1)*4*cfg.Hidden] }
+	gq, hq := views["gguf"].Layers[0].Wq, views["hf"].Layers[0].Wq
 	for r := 0; r < cfg.Heads*hd; r++ {
 		h, j := r/hd, r%hd
 		hr := h*hd + (j%2)*(hd/2) + j/2
-		if string(row(gq, r)) != string(row(hq, hr)) {
+		if string(gq.Row(r)) != string(hq.Row(hr)) {
 			t.Fatalf("GGUF q row %d differs from HF row %d", r, hr)
 		}
 	}
-	ge, _ := files["gguf"].matrix("token_embd.weight", cfg.Vocab, cfg.Hidden)
-	he, _ := files["hf"].matrix("token_embd.weight", cfg.Vocab, cfg.Hidden)
-	if string(ge.data) != string(he.data) {
+	if string(views["gguf"].Embed.Data) != string(views["hf"].Embed.Data) {
 		t.Error("embeddings differ between the GGUF and HF files")
 	}
-	if _, err := files["gguf"].matrix("blk.0.attn_q.weight", 3, 3); err == nil {
+	w := views["gguf"]
+	bad := devMat{[]matPart{{"q", w.Layers[0].Wq, 3}}, 3}
+	if err := bad.check(); err == nil {
 		t.Error("wrong shape accepted")
 	}
-	if _, err := files["gguf"].matrix("blk.99.attn_q.weight", 3, 3); err == nil {
-		t.Error("missing tensor accepted")
+	if err := (devMat{[]matPart{{"absent", nil, 3}}, 3}).check(); err == nil {
+		t.Error("missing matrix accepted")
+	}
+	short := w.Layers[0]
+	short.AttnNorm = short.AttnNorm[:1]
+	if _, err := layerVectors(cfg, &short, 0); err == nil {
+		t.Error("short norm accepted")
 	}
 }
 
 func TestConvertRows(t *testing.T) {
 	vals := []float32{0, 1, -2.5, 3.14159, 1e-3, -65504, 1e-8, 70000}
 	cols := len(vals)
-	f32 := &hostTensor{name: "x", typ: tensor.F32, shape: []int{2, cols}, data: append(tensor.F32Bytes(vals), tensor.F32Bytes(vals)...)}
+	f32, err := tensor.NewMatrix(tensor.F32, 2, cols, append(tensor.F32Bytes(vals), tensor.F32Bytes(vals)...))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmp := make([]float32, cols)
 	for _, dt := range []dtype{dtF32, dtF16, dtBF16} {
 		dst := make([]byte, 2*cols*dt.size())
@@ -146,7 +142,10 @@ func TestConvertRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q8 := &hostTensor{name: "q", typ: tensor.Q8_0, shape: []int{2, 32}, data: q}
+	q8, err := tensor.NewMatrix(tensor.Q8_0, 2, 32, q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dst := make([]byte, 32*4)
 	if err := convertRows(dst, q8, 1, 2, 32, dtF32, make([]float32, 32)); err != nil {
 		t.Fatal(err)

@@ -17,11 +17,13 @@ import (
 // pool at what the device can hold under --mem_fraction. The CPU model is
 // kept open: pkg/cuda reads its configuration and weights from it.
 func loadCUDA(cfg *config.Config, log zerolog.Logger) (engine.Forwarder, func(), error) {
-	m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true})
+	// The weights stay in the file mapping: they are only read once, to
+	// upload them.
+	m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true, MmapWeights: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("load model: %w", err)
 	}
-	g, err := cuda.Load(m, cfg.ModelDir, cuda.Options{DeviceUUID: cfg.GPUUUID, MemFraction: cfg.MemFraction, Log: log})
+	g, err := cuda.Load(m, cuda.Options{DeviceUUID: cfg.GPUUUID, MemFraction: cfg.MemFraction, Log: log})
 	if err != nil {
 		m.Close()
 		return nil, nil, fmt.Errorf("cuda backend: %w", err)

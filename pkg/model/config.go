@@ -16,7 +16,7 @@ import (
 
 // Config is the architecture of a loaded model.
 type Config struct {
-	Arch           string // llama | mistral | qwen2 | qwen3
+	Arch           string // a registered family (family.go)
 	Hidden         int
 	Layers         int
 	Heads          int
@@ -45,11 +45,9 @@ type RopeScaling struct {
 	OriginalMaxPos int     // llama3
 }
 
-var knownArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true}
-
 func (c *Config) validate() error {
-	if !knownArchs[c.Arch] {
-		return fmt.Errorf("unknown architecture %q (supported: llama, mistral, qwen2, qwen3)", c.Arch)
+	if _, err := lookupFamily(c.Arch); err != nil {
+		return err
 	}
 	switch {
 	case c.Hidden <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.KVHeads <= 0 || c.FFN <= 0 || c.Vocab <= 0:
@@ -146,8 +144,9 @@ func readHFConfig(dir string) (Config, error) {
 	if c.RMSEps == 0 {
 		c.RMSEps = 1e-6
 	}
-	if hc.HiddenAct != "" && hc.HiddenAct != "silu" {
-		return Config{}, fmt.Errorf("model %s: hidden_act %q is not supported (silu only)", path, hc.HiddenAct)
+	fam, err := lookupFamily(hc.ModelType)
+	if err != nil {
+		return Config{}, fmt.Errorf("model %s: %w", path, err)
 	}
 	if hc.TieWordEmbeddings != nil {
 		c.TiedEmbeddings = *hc.TieWordEmbeddings
@@ -184,6 +183,9 @@ func readHFConfig(dir string) (Config, error) {
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return Config{}, fmt.Errorf("model: %w", err)
+	}
+	if err := fam.checkHF(&hc, b, &c); err != nil {
+		return Config{}, fmt.Errorf("model %s: %w", path, err)
 	}
 	return c, nil
 }
@@ -253,8 +255,9 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("missing general.architecture")
 	}
-	if !knownArchs[arch] {
-		return Config{}, fmt.Errorf("unknown architecture %q (supported: llama, mistral, qwen2, qwen3)", arch)
+	fam, err := lookupFamily(arch)
+	if err != nil {
+		return Config{}, err
 	}
 	u := func(key string, def int) int {
 		if v, ok := f.Uint(arch + "." + key); ok {
@@ -303,6 +306,11 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	}
 	if v, ok := f.Uint("tokenizer.ggml.eot_token_id"); ok {
 		c.EOS = appendUnique(c.EOS, int32(v))
+	}
+	if fam.fromGGUF != nil {
+		if err := fam.fromGGUF(f, &c); err != nil {
+			return Config{}, err
+		}
 	}
 	return c, nil
 }

@@ -17,7 +17,7 @@ import (
 
 // GenOptions describes a random-weight model (for tests and benchmarks).
 type GenOptions struct {
-	Arch                                    string // llama | mistral | qwen2 | qwen3
+	Arch                                    string // a registered family (family.go)
 	Hidden, Layers, Heads, KVHeads, HeadDim int    // HeadDim 0: Hidden/Heads
 	FFN, Vocab, MaxPos                      int    // MaxPos 0: 2048
 	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0
@@ -27,9 +27,10 @@ type GenOptions struct {
 	RMSEps                                  float64 // 0: 1e-5
 }
 
-func (o *GenOptions) normalize() (tensor.DType, error) {
-	if !knownArchs[o.Arch] {
-		return 0, fmt.Errorf("gen-model: unknown architecture %q (llama, mistral, qwen2, qwen3)", o.Arch)
+func (o *GenOptions) normalize() (tensor.DType, *family, error) {
+	fam, err := lookupFamily(o.Arch)
+	if err != nil {
+		return 0, nil, fmt.Errorf("gen-model: %w", err)
 	}
 	if o.KVHeads == 0 {
 		o.KVHeads = o.Heads
@@ -48,27 +49,27 @@ func (o *GenOptions) normalize() (tensor.DType, error) {
 	}
 	switch {
 	case o.Hidden <= 0 || o.Layers <= 0 || o.Heads <= 0 || o.KVHeads <= 0 || o.FFN <= 0:
-		return 0, fmt.Errorf("gen-model: sizes must be positive: %+v", *o)
+		return 0, nil, fmt.Errorf("gen-model: sizes must be positive: %+v", *o)
 	case o.Heads%o.KVHeads != 0:
-		return 0, fmt.Errorf("gen-model: %d heads are not a multiple of %d KV heads", o.Heads, o.KVHeads)
+		return 0, nil, fmt.Errorf("gen-model: %d heads are not a multiple of %d KV heads", o.Heads, o.KVHeads)
 	case o.HeadDim <= 0 || o.HeadDim%2 != 0:
-		return 0, fmt.Errorf("gen-model: head dimension %d must be positive and even", o.HeadDim)
+		return 0, nil, fmt.Errorf("gen-model: head dimension %d must be positive and even", o.HeadDim)
 	}
 	dt, err := tensor.ParseDType(o.DType)
 	if err != nil {
-		return 0, fmt.Errorf("gen-model: %w", err)
+		return 0, nil, fmt.Errorf("gen-model: %w", err)
 	}
 	if dt.Quantized() {
 		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim} {
 			if n%tensor.QK != 0 {
-				return 0, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", dt, tensor.QK, n)
+				return 0, nil, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", dt, tensor.QK, n)
 			}
 		}
 	}
 	if _, err := newGenVocab(o.Vocab); err != nil {
-		return 0, fmt.Errorf("gen-model: %w", err)
+		return 0, nil, fmt.Errorf("gen-model: %w", err)
 	}
-	return dt, nil
+	return dt, fam, nil
 }
 
 // sqrt3 scales a unit-range uniform to unit standard deviation.
@@ -83,7 +84,7 @@ type genTensor struct {
 	ropeHeads  int     // > 0: q/k rows to permute to GGUF's adjacent-pair RoPE layout
 }
 
-func (o *GenOptions) tensors() []genTensor {
+func (o *GenOptions) tensors(fam *family) []genTensor {
 	H, qDim, kvDim := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
 	lin := func(rows, cols int) float32 { return float32(0.5 / math.Sqrt(float64(cols))) }
 	ts := []genTensor{{name: "token_embd.weight", rows: o.Vocab, cols: H, std: 0.5}}
@@ -95,13 +96,13 @@ func (o *GenOptions) tensors() []genTensor {
 			genTensor{name: p + "attn_k.weight", rows: kvDim, cols: H, std: lin(kvDim, H), ropeHeads: o.KVHeads},
 			genTensor{name: p + "attn_v.weight", rows: kvDim, cols: H, std: lin(kvDim, H)},
 			genTensor{name: p + "attn_output.weight", rows: H, cols: qDim, std: lin(H, qDim)})
-		if o.Arch == "qwen2" {
+		if fam.qkvBias {
 			ts = append(ts,
 				genTensor{name: p + "attn_q.bias", cols: qDim, std: 0.05, ropeHeads: o.Heads},
 				genTensor{name: p + "attn_k.bias", cols: kvDim, std: 0.05, ropeHeads: o.KVHeads},
 				genTensor{name: p + "attn_v.bias", cols: kvDim, std: 0.05})
 		}
-		if o.Arch == "qwen3" {
+		if fam.qkNorm {
 			ts = append(ts,
 				genTensor{name: p + "attn_q_norm.weight", cols: o.HeadDim, std: 0.05, center: 1},
 				genTensor{name: p + "attn_k_norm.weight", cols: o.HeadDim, std: 0.05, center: 1})
@@ -155,10 +156,6 @@ func ggufRow(r, heads, rows int) int {
 	return h*hd + (j%2)*(hd/2) + j/2
 }
 
-// permutesRope reports whether GGUF files of this architecture store q/k
-// in the adjacent-pair layout (llama.cpp's LLAMA rope type).
-func permutesRope(arch string) bool { return arch == "llama" || arch == "mistral" }
-
 // GenerateGGUF writes a random-weight model as a GGUF v3 file that
 // llama.cpp can load, with an embedded SentencePiece vocabulary.
 func GenerateGGUF(path string, o GenOptions) error {
@@ -176,15 +173,12 @@ func GenerateGGUF(path string, o GenOptions) error {
 // are computed while it is written (to a file, or to memory for builtin
 // models).
 func ggufWriter(o GenOptions) (*gguf.Writer, error) {
-	dt, err := o.normalize()
+	dt, fam, err := o.normalize()
 	if err != nil {
 		return nil, err
 	}
 	vocab, _ := newGenVocab(o.Vocab)
-	arch := o.Arch
-	if arch == "mistral" {
-		arch = "llama" // llama.cpp runs Mistral models as llama
-	}
+	arch := fam.gguf()
 	w := gguf.NewWriter()
 	w.Set("general.architecture", arch)
 	w.Set("general.name", "lightllm-random-"+o.Arch)
@@ -210,7 +204,7 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 	w.Set("tokenizer.ggml.add_bos_token", true)
 	w.Set("tokenizer.ggml.add_eos_token", false)
-	for _, t := range o.tensors() {
+	for _, t := range o.tensors(fam) {
 		t := t
 		typ, ggmlType := tensor.F32, gguf.F32
 		if t.rows > 0 {
@@ -221,7 +215,8 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 		if t.rows > 0 {
 			shape = append(shape, uint64(t.rows))
 		}
-		permute := t.ropeHeads > 0 && permutesRope(o.Arch)
+		// GGUF files of adjacent-pair RoPE families store q/k in that order.
+		permute := t.ropeHeads > 0 && !fam.ropeNeox
 		w.AddTensorFunc(t.name, ggmlType, shape, func(out io.Writer) error {
 			buf := make([]float32, t.cols)
 			var tmp []float32
@@ -263,7 +258,7 @@ func ggufType(dt tensor.DType) gguf.GGMLType {
 // model.safetensors. Quantized types are stored as f32 holding exactly the
 // dequantized weights, so both forms describe one model.
 func GenerateHF(dir string, o GenOptions) error {
-	dt, err := o.normalize()
+	dt, fam, err := o.normalize()
 	if err != nil {
 		return err
 	}
@@ -279,13 +274,13 @@ func GenerateHF(dir string, o GenOptions) error {
 		stDType, hfType = safetensors.F32, tensor.F32
 	}
 	var wts []safetensors.WriteTensor
-	for _, t := range o.tensors() {
+	for _, t := range o.tensors(fam) {
 		t := t
 		shape := []int64{int64(t.cols)}
 		if t.rows > 0 {
 			shape = []int64{int64(t.rows), int64(t.cols)}
 		}
-		wts = append(wts, safetensors.WriteTensor{Name: HFTensorName(t.name), DType: stDType, Shape: shape,
+		wts = append(wts, safetensors.WriteTensor{Name: fam.hfName(t.name), DType: stDType, Shape: shape,
 			Fill: func(out io.Writer) error {
 				buf := make([]float32, t.cols)
 				for r := 0; r < max(t.rows, 1); r++ {
@@ -304,14 +299,12 @@ func GenerateHF(dir string, o GenOptions) error {
 	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), wts, map[string]string{"format": "pt"}); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}
-	archName := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-		"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[o.Arch]
 	cfg := map[string]any{
-		"architectures": []string{archName}, "model_type": o.Arch, "hidden_size": o.Hidden,
+		"architectures": []string{fam.hfClass}, "model_type": o.Arch, "hidden_size": o.Hidden,
 		"intermediate_size": o.FFN, "num_hidden_layers": o.Layers, "num_attention_heads": o.Heads,
 		"num_key_value_heads": o.KVHeads, "head_dim": o.HeadDim, "vocab_size": o.Vocab,
 		"max_position_embeddings": o.MaxPos, "rms_norm_eps": o.RMSEps, "rope_theta": o.RopeTheta,
-		"hidden_act": "silu", "tie_word_embeddings": o.Tied, "attention_bias": o.Arch == "qwen2",
+		"hidden_act": fam.hiddenAct, "tie_word_embeddings": o.Tied, "attention_bias": fam.qkvBias,
 		"bos_token_id": 1, "eos_token_id": 2, "torch_dtype": map[safetensors.DType]string{
 			safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[stDType],
 	}

@@ -44,6 +44,7 @@ type layer struct {
 // goroutine (the engine) drives it.
 type Model struct {
 	cfg     Config
+	fam     *family
 	tok     *tokenizer.Tokenizer
 	embed   *tensor.Matrix // [Vocab x Hidden]
 	output  *tensor.Matrix // [Vocab x Hidden]; the embedding when tied
@@ -145,7 +146,10 @@ func (m *Model) loadGGUFFile(f *gguf.File, opts LoadOptions) error {
 		return fmt.Errorf("model %s: %w", path, err)
 	}
 	m.cfg = cfg
-	m.ropeNeox = cfg.Arch == "qwen2" || cfg.Arch == "qwen3"
+	if m.fam, err = lookupFamily(cfg.Arch); err != nil {
+		return fmt.Errorf("model %s: %w", path, err)
+	}
+	m.ropeNeox = m.fam.ropeNeox
 	l := &loader{src: ggufSource{f}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts)}
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
@@ -171,14 +175,17 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return err
 	}
 	m.cfg = cfg
-	m.ropeNeox = cfg.Arch == "qwen2" || cfg.Arch == "qwen3"
+	if m.fam, err = lookupFamily(cfg.Arch); err != nil {
+		return fmt.Errorf("model %s: %w", dir, err)
+	}
+	m.ropeNeox = m.fam.ropeNeox
 	m.permQK = !m.ropeNeox
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	m.closers = append(m.closers, set)
-	l := &loader{src: hfSource{set: set, dir: dir}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts)}
+	l := &loader{src: hfSource{set: set, dir: dir, fam: m.fam}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts)}
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -273,8 +280,8 @@ func (m *Model) loadWeights(l *loader) error {
 			return fmt.Errorf("%s: layer %d: q/k/v biases or q/k norms differ from layer 0", l.src.path(), i)
 		}
 	}
-	if c.Arch == "qwen3" && !c.QKNorm {
-		return fmt.Errorf("%s: qwen3 model without q/k norm weights (%s)", l.src.path(), nameFor(l.src, "blk.0.attn_q_norm.weight"))
+	if m.fam.qkNorm && !c.QKNorm {
+		return fmt.Errorf("%s: %s model without q/k norm weights (%s)", l.src.path(), c.Arch, nameFor(l.src, "blk.0.attn_q_norm.weight"))
 	}
 	var best int64
 	for dt, n := range l.counts {

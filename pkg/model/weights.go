@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
 	"github.com/lightllm-go/lightllm/pkg/safetensors"
@@ -99,44 +98,13 @@ func (s ggufSource) convert(name string, ti *gguf.TensorInfo, shape []int) (*raw
 type hfSource struct {
 	set *safetensors.Set
 	dir string
+	fam *family // names the tensors
 }
 
 func (s hfSource) path() string { return s.dir }
 
-// HFTensorName maps a GGUF tensor name to the Hugging Face one (also used
-// by pkg/cuda, which reads the same files).
-func HFTensorName(name string) string {
-	base, suffix := name, ""
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		base, suffix = name[:i], name[i:]
-	}
-	switch base {
-	case "token_embd":
-		return "model.embed_tokens" + suffix
-	case "output_norm":
-		return "model.norm" + suffix
-	case "output":
-		return "lm_head" + suffix
-	}
-	var layer int
-	var part string
-	if _, err := fmt.Sscanf(base, "blk.%d.%s", &layer, &part); err != nil {
-		return name
-	}
-	hf := map[string]string{
-		"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-		"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-		"attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
-		"ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-	}[part]
-	if hf == "" {
-		return name
-	}
-	return fmt.Sprintf("model.layers.%d.%s%s", layer, hf, suffix)
-}
-
 func (s hfSource) get(name string) (*rawTensor, error) {
-	hf := HFTensorName(name)
+	hf := s.fam.hfName(name)
 	info, data, f, ok := s.set.Tensor(hf)
 	if !ok {
 		return nil, nil
@@ -180,8 +148,8 @@ func (l *loader) need(name string) (*rawTensor, error) {
 }
 
 func nameFor(src weightSource, name string) string {
-	if _, ok := src.(hfSource); ok {
-		return HFTensorName(name)
+	if hs, ok := src.(hfSource); ok {
+		return hs.fam.hfName(name)
 	}
 	return name
 }

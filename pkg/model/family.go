@@ -1,0 +1,133 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
+)
+
+// A family is one architecture family: everything about it that is not
+// shared by all decoder-only models — the names it goes by, the
+// hyperparameters it adds to the common ones in config.json and GGUF
+// metadata, its tensor names and the options of the forward pass. Each
+// family lives in one file (family_<name>.go) that registers it in init,
+// so a new family is one new file plus its test.
+type family struct {
+	// name is Config.Arch, config.json's model_type and, unless ggufArch
+	// says otherwise, GGUF's general.architecture.
+	name string
+	// ggufArch is the general.architecture llama.cpp's converter writes
+	// for this family ("" = name): Mistral files say "llama".
+	ggufArch string
+	// hfClass is config.json's architectures[0] (written by gen-model).
+	hfClass string
+	// hiddenAct is the only config.json hidden_act the family accepts.
+	hiddenAct string
+	// ropeNeox: llama.cpp's NEOX rope type, rotating (x[i], x[i+d/2]).
+	// Otherwise adjacent pairs (x[2i], x[2i+1]): llama.cpp's converter
+	// permutes such a family's q/k rows into that order in GGUF files, and
+	// the forward pass permutes HF q/k activations the same way.
+	ropeNeox bool
+	// qkvBias: checkpoints carry q/k/v biases (gen-model writes them).
+	qkvBias bool
+	// qkNorm: per-head RMSNorm of q and k; required when set.
+	qkNorm bool
+	// hfTensors maps GGUF tensor-name parts (after "blk.N.") to Hugging
+	// Face ones beyond the common llama-style map (commonHFTensors).
+	hfTensors map[string]string
+	// fromHF and fromGGUF read the family's own hyperparameters after the
+	// common ones (nil: none).
+	fromHF   func(raw []byte, c *Config) error
+	fromGGUF func(f *gguf.File, c *Config) error
+}
+
+// families holds every registered family by name; written only by
+// register from init functions, read-only afterwards.
+var families = map[string]*family{}
+
+// register adds a family; a duplicate name is a programming error.
+func register(f *family) {
+	if f.name == "" || families[f.name] != nil {
+		panic(fmt.Sprintf("model: family %q registered twice or unnamed", f.name))
+	}
+	if f.hiddenAct == "" {
+		f.hiddenAct = "silu"
+	}
+	families[f.name] = f
+}
+
+// lookupFamily returns the family of an architecture name.
+func lookupFamily(arch string) (*family, error) {
+	if f := families[arch]; f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("unknown architecture %q (supported: %s)", arch, strings.Join(familyNames(), ", "))
+}
+
+func familyNames() []string {
+	names := make([]string, 0, len(families))
+	for n := range families {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (f *family) gguf() string {
+	if f.ggufArch != "" {
+		return f.ggufArch
+	}
+	return f.name
+}
+
+// commonHFTensors maps the GGUF tensor-name parts every llama-style
+// family shares to their Hugging Face names.
+var commonHFTensors = map[string]string{
+	"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
+	"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+	"attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
+	"ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
+}
+
+// hfName maps a GGUF tensor name to the Hugging Face one; a name it does
+// not know is returned unchanged.
+func (f *family) hfName(name string) string {
+	base, suffix := name, ""
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		base, suffix = name[:i], name[i:]
+	}
+	switch base {
+	case "token_embd":
+		return "model.embed_tokens" + suffix
+	case "output_norm":
+		return "model.norm" + suffix
+	case "output":
+		return "lm_head" + suffix
+	}
+	var layer int
+	var part string
+	if _, err := fmt.Sscanf(base, "blk.%d.%s", &layer, &part); err != nil {
+		return name
+	}
+	hf := f.hfTensors[part]
+	if hf == "" {
+		hf = commonHFTensors[part]
+	}
+	if hf == "" {
+		return name
+	}
+	return fmt.Sprintf("model.layers.%d.%s%s", layer, hf, suffix)
+}
+
+// checkHF applies the family's config.json rules after the common fields.
+func (f *family) checkHF(hc *hfConfig, raw []byte, c *Config) error {
+	if hc.HiddenAct != "" && hc.HiddenAct != f.hiddenAct {
+		return fmt.Errorf("hidden_act %q is not supported by %s (%s only)", hc.HiddenAct, f.name, f.hiddenAct)
+	}
+	if f.fromHF != nil {
+		return f.fromHF(raw, c)
+	}
+	return nil
+}
