@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/lightllm-go/lightllm/pkg/model"
@@ -16,6 +17,11 @@ type BenchOptions struct {
 	GenTokens    int   // tokens generated per sequence in the decode tests (64)
 	Sequences    []int // decode tests with this many sequences at once (1,4,16)
 	MmapWeights  bool  // model.LoadOptions.MmapWeights (BenchModel)
+	// Context, when > 0, adds the long-context decode tests: S sequences
+	// (S = 1 and the largest of Sequences), each first prefilled with a
+	// Context-token prompt, then timed generating GenTokens tokens
+	// (longctx.mjs's decode_tok_s_at_P for S = 1).
+	Context int
 }
 
 // BenchModel loads a model and runs Bench on it; the result also names the
@@ -92,7 +98,46 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 		}
 		res[fmt.Sprintf("overhead_pct_x%d", s)] = round2(100 * float64(st.StepTime-st.ForwardTime) / float64(st.StepTime))
 	}
+	if o.Context > 0 {
+		if err := benchContext(ctx, m, o, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// benchContext measures decode after a long prompt: decode_ctx_tok_s_xS is
+// the S*(GenTokens-1) tokens generated after every sequence has its first
+// token (its Context-token prefill done), over the time they took.
+func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[string]float64) error {
+	if o.GenTokens < 2 {
+		return fmt.Errorf("bench: --context needs gen_tokens >= 2")
+	}
+	prompt := benchPrompt(o.Context, m.Config().Vocab)
+	greedy := sampler.DefaultParams()
+	greedy.IgnoreEOS = true
+	greedy.MaxNewTokens = o.GenTokens
+	counts := []int{1}
+	if mx := slices.Max(o.Sequences); mx > 1 {
+		counts = append(counts, mx)
+	}
+	for _, s := range counts {
+		prompts := make([][]int32, s)
+		for i := range prompts {
+			prompts[i] = prompt
+		}
+		per := o.Context + o.GenTokens + 8
+		r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * per, MaxReqTotalLen: per,
+			BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
+		if err != nil {
+			return err
+		}
+		if r.afterFirst > 0 {
+			res[fmt.Sprintf("decode_ctx_tok_s_x%d", s)] = round2(float64(s*(o.GenTokens-1)) / r.afterFirst.Seconds())
+		}
+	}
+	res["context"] = float64(o.Context)
+	return nil
 }
 
 // benchResult is one benchRun's timing.

@@ -23,11 +23,15 @@ type attnTask struct {
 	scores [][]float32 // [group x ctx] scores
 	offs   [][]int     // f16 cache: offset of each key in the store [ctx]
 	ms, vs [][]float32 // f16 cache: per key rescale and weight [ctx]
-	kq     [][]float32 // tiled path: one tile of scores [FATile]
-	vkq    [][]float32 // tiled path: f32 output accumulator [HeadDim]
-	qr     [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
-	acc    [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
-	st     [][]float32 // f16 cache: softmax sum per head [group]
+	// Tiled path, per worker: a block's query vectors, their scores for
+	// one tile, f32 output accumulators, softmax state and positions.
+	bq, bp, bacc [][]float32
+	bS, bM       [][]float32
+	bpos         [][]int32
+	units        []attnUnit  // rows grouped into blocks; one work item per (unit, KV head)
+	qr           [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
+	acc          [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
+	st           [][]float32 // f16 cache: softmax sum per head [group]
 }
 
 func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []float32) {
@@ -43,7 +47,8 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		t.scores = make([][]float32, workers)
 		t.offs = make([][]int, workers)
 		t.ms, t.vs = make([][]float32, workers), make([][]float32, workers)
-		t.kq, t.vkq = make([][]float32, workers), make([][]float32, workers)
+		t.bq, t.bp, t.bacc = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
+		t.bS, t.bM, t.bpos = make([][]float32, workers), make([][]float32, workers), make([][]int32, workers)
 		t.qr = make([][]uint16, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
@@ -59,17 +64,26 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		if len(t.qr[w]) < group*c.HeadDim {
 			t.qr[w] = make([]uint16, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
-			t.kq[w], t.vkq[w] = make([]float32, tensor.FATile), make([]float32, c.HeadDim)
 			t.st[w] = make([]float32, group)
+		}
+		if nv := m.blockVectors(); len(t.bS[w]) < nv {
+			t.bq[w], t.bacc[w] = make([]float32, nv*c.HeadDim), make([]float32, nv*c.HeadDim)
+			t.bp[w] = make([]float32, nv*tensor.FATile)
+			t.bS[w], t.bM[w], t.bpos[w] = make([]float32, nv), make([]float32, nv), make([]int32, nv)
 		}
 	}
 	if kv.f16 {
 		m.packTiles(b, kv, layer)
 	}
 	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, kv, layer, rows, q, out
-	items := len(rows) * c.KVHeads
-	// An item costs about ctx*group*HeadDim*2 multiply-adds.
+	t.units = m.attnUnits(b, kv, rows, t.units[:0])
+	items := len(t.units) * c.KVHeads
+	// An item costs about ctx*group*HeadDim*2 multiply-adds (a block of
+	// tiled rows several times that: one item each).
 	grain := max(1, (1<<15)/max(1, maxCtx*group*c.HeadDim*2))
+	if len(t.units) < len(rows) {
+		grain = 1
+	}
 	m.ctx.Pool.Run(t, items, grain)
 	t.b, t.kv, t.rows, t.q, t.out = nil, nil, nil, nil, nil
 }
@@ -80,7 +94,12 @@ func (t *attnTask) Run(worker, lo, hi int) {
 	group := c.Heads / kvh
 	qDim := c.Heads * hd
 	for it := lo; it < hi; it++ {
-		r, g := it/kvh, it%kvh
+		u, g := t.units[it/kvh], it%kvh
+		if u.tiled {
+			t.blockTiled(worker, g, u)
+			continue
+		}
+		r := int(u.r0)
 		tok := int(t.rows[r])
 		sq := &t.b.Seqs[t.m.s.tokSeq[tok]]
 		slots := sq.Slots[:int(t.b.Positions[tok])+1]
@@ -88,8 +107,6 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		qg := t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd]
 		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]
 		switch {
-		case t.kv.f16 && t.m.useTiledFA(sq.Len):
-			t.headTiled(worker, g, int(t.m.s.tokSeq[tok]), slots, qg, og)
 		case t.kv.f16:
 			t.headF16(worker, g, slots, qg, og)
 		default:

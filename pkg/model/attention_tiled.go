@@ -15,10 +15,58 @@ func (m *Model) useTiledFA(seqLen int) bool {
 	return seqLen >= tensor.FATile && m.cfg.HeadDim%m.lanes == 0
 }
 
+// attnUnit is a run of output rows attention computes together: on the
+// tiled path, up to blockRows consecutive tokens of one sequence (their
+// query vectors share every key and value tile); otherwise one row.
+type attnUnit struct {
+	r0, n int32 // rows r0 .. r0+n-1 of attnTask.rows
+	tiled bool
+}
+
+// blockRows is how many consecutive tokens a tiled unit takes: enough that
+// its query vectors (tokens x query heads per KV head) fill whole
+// FABlock-high kernel passes.
+func (m *Model) blockRows() int {
+	group := m.cfg.Heads / m.cfg.KVHeads
+	a, b := tensor.FABlock, group
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return tensor.FABlock / a
+}
+
+// blockVectors is the query vectors of a full tiled unit.
+func (m *Model) blockVectors() int {
+	return m.blockRows() * (m.cfg.Heads / m.cfg.KVHeads)
+}
+
+// attnUnits groups rows into units; appended to units (reused scratch).
+func (m *Model) attnUnits(b *Batch, kv *KV, rows []int32, units []attnUnit) []attnUnit {
+	br := m.blockRows()
+	for r := 0; r < len(rows); {
+		tok := rows[r]
+		si := m.s.tokSeq[tok]
+		if !kv.f16 || !m.useTiledFA(b.Seqs[si].Len) {
+			units = append(units, attnUnit{r0: int32(r), n: 1})
+			r++
+			continue
+		}
+		n := 1
+		for n < br && r+n < len(rows) && rows[r+n] == tok+int32(n) && m.s.tokSeq[tok+int32(n)] == si {
+			n++
+		}
+		units = append(units, attnUnit{r0: int32(r), n: int32(n), tiled: true})
+		r += n
+	}
+	return units
+}
+
 // packTiles stores, for every sequence that takes the tiled path, each
-// tile of FATile keys per KV head transposed to f32 ([HeadDim][FATile]),
-// the layout ggml packs for its score product; the tiles are shared by all
-// query rows and query heads of the sequence.
+// tile of FATile keys per KV head converted to f32 twice: the keys
+// transposed ([HeadDim][FATile], the layout ggml packs for its score
+// product) and the values as rows ([FATile][HeadDim]); the tiles are shared
+// by all query rows and query heads of the sequence. Past the sequence's
+// last key a tile is zero.
 func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 	c, s := &m.cfg, &m.s
 	hd := c.HeadDim
@@ -39,6 +87,7 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 	}
 	if len(s.kt) < n {
 		s.kt = make([]float32, n*5/4)
+		s.vt = make([]float32, n*5/4)
 	}
 	row := s.krow[:hd]
 	for si, sq := range b.Seqs {
@@ -48,81 +97,116 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 		tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
 		for g := 0; g < c.KVHeads; g++ {
 			for tl := 0; tl < tiles; tl++ {
-				kt := s.kt[s.ktOff[si]+(g*tiles+tl)*tileSize:][:tileSize]
-				clear(kt)
-				for j, slot := range sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))] {
+				at := s.ktOff[si] + (g*tiles+tl)*tileSize
+				kt, vt := s.kt[at:][:tileSize], s.vt[at:][:tileSize]
+				keys := sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))]
+				if len(keys) < tensor.FATile {
+					clear(kt)
+					clear(vt[len(keys)*hd:])
+				}
+				for j, slot := range keys {
 					off := kv.off(layer, slot) + g*hd
 					tensor.F16ToF32Row(row, kv.k16[off:off+hd])
 					for d, v := range row {
 						kt[d*tensor.FATile+j] = v
 					}
+					tensor.F16ToF32Row(vt[j*hd:(j+1)*hd], kv.v16[off:off+hd])
 				}
 			}
 		}
 	}
 }
 
-// headTiled is llama.cpp's tiled flash attention for one query row over an
-// f16 cache, per query head of the group. For each tile of 64 keys: the
-// scores are f32 dot products summed in key-dimension order (simd_gemm)
-// then scaled; the running maximum is updated once per tile and the tile's
-// exps come from ggml_vec_soft_max_f32 (vectorised exp, float64 sum); the
-// values are accumulated in f32 with one fused multiply-add per key.
-// Keys past the query's position are masked: they add exact zeros, so only
-// the tiles up to the query's position are visited.
-func (t *attnTask) headTiled(worker, g, si int, slots []int32, qg, og []float32) {
+// blockTiled is llama.cpp's tiled flash attention for the rows of one
+// unit over an f16 cache, every query head of KV head g at once. For each
+// tile of 64 keys: the scores are f32 dot products summed in key-dimension
+// order (simd_gemm) then scaled; per query vector the running maximum is
+// updated once per tile and the tile's exps come from
+// ggml_vec_soft_max_f32 (vectorised exp, float64 sum); the values are
+// accumulated in f32 with one fused multiply-add per key of the tile, the
+// masked ones (past the vector's position) with weight zero, as ggml does.
+// Tiles past the unit's last position are all masked and skipped.
+func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 	m := t.m
 	c := &m.cfg
 	hd := c.HeadDim
-	group := len(qg) / hd
+	group := c.Heads / c.KVHeads
+	qDim := c.Heads * hd
 	scale := 1 / float32(math.Sqrt(float64(hd)))
-	kv := t.kv
-	kq := t.kq[worker][:tensor.FATile]
-	vkq := t.vkq[worker][:hd]
-	offs := t.offs[worker][:tensor.FATile]
+	const T = tensor.FATile
+	nv := int(u.n) * group
+	nvp := (nv + tensor.FABlock - 1) / tensor.FABlock * tensor.FABlock
+	qs, acc, p := t.bq[worker][:nvp*hd], t.bacc[worker][:nvp*hd], t.bp[worker][:nvp*T]
+	S, M, pos := t.bS[worker][:nv], t.bM[worker][:nv], t.bpos[worker][:nv]
+	clear(acc)
+	clear(qs[nv*hd:])
+	tok0 := int(t.rows[u.r0])
+	for i := 0; i < int(u.n); i++ {
+		tok := tok0 + i
+		copy(qs[i*group*hd:(i+1)*group*hd], t.q[tok*qDim+g*group*hd:tok*qDim+(g+1)*group*hd])
+		for h := 0; h < group; h++ {
+			v := i*group + h
+			S[v], M[v], pos[v] = 0, float32(math.Inf(-1)), t.b.Positions[tok]
+		}
+	}
+	si := int(m.s.tokSeq[tok0])
 	sq := &t.b.Seqs[si]
-	tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
-	tileSize := hd * tensor.FATile
+	tiles := (len(sq.Slots) + T - 1) / T
+	tileSize := hd * T
 	base := m.s.ktOff[si] + g*tiles*tileSize
-	for h := 0; h < group; h++ {
-		q := qg[h*hd : (h+1)*hd]
-		clear(vkq)
-		S, M := float32(0), float32(math.Inf(-1))
-		for tl := 0; tl*tensor.FATile < len(slots); tl++ {
-			keys := slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(slots))]
-			tensor.TileKQ(kq, m.s.kt[base+tl*tileSize:][:tileSize], q, scale)
-			for j := len(keys); j < tensor.FATile; j++ {
-				kq[j] = float32(math.Inf(-1))
-			}
-			tileMax := float32(math.Inf(-1))
-			for _, v := range kq {
-				tileMax = max(tileMax, v)
-			}
-			if tileMax == float32(math.Inf(-1)) {
+	lastTile := int(pos[nv-1]) / T
+	for tl := 0; tl <= lastTile; tl++ {
+		kt, vt := m.s.kt[base+tl*tileSize:][:tileSize], m.s.vt[base+tl*tileSize:][:tileSize]
+		for b := 0; b < nvp; b += tensor.FABlock {
+			tensor.TileKQBlock(p[b*T:], kt, qs[b*hd:], hd, scale)
+		}
+		for v := 0; v < nv; v++ {
+			kq := p[v*T : (v+1)*T]
+			valid := int(pos[v]) - tl*T + 1 // keys 0..valid-1 of the tile are visible
+			if valid <= 0 {
+				clear(kq)
 				continue
 			}
-			Mnew := max(M, tileMax)
-			if Mnew > M {
-				ms := expf(M - Mnew)
-				for d := range vkq {
-					vkq[d] *= ms
+			for j := valid; j < T; j++ {
+				kq[j] = float32(math.Inf(-1))
+			}
+			tileMax := tensor.TileMax(kq)
+			if tileMax == float32(math.Inf(-1)) {
+				clear(kq)
+				continue
+			}
+			Mnew := max(M[v], tileMax)
+			if Mnew > M[v] {
+				ms := expf(M[v] - Mnew)
+				a := acc[v*hd : (v+1)*hd]
+				for d := range a {
+					a[d] *= ms
 				}
-				S *= ms
+				S[v] *= ms
 			}
-			M = Mnew
-			S = float32(float64(S) + softMaxTile(kq, M, m.lanes))
-			for j, slot := range keys {
-				offs[j] = kv.off(t.layer, slot) + g*hd
+			M[v] = Mnew
+			S[v] = float32(float64(S[v]) + softMaxTile(kq, Mnew, m.lanes))
+			if valid < T {
+				clear(kq[valid:])
 			}
-			tensor.TileVAcc(vkq, kv.v16, offs[:len(keys)], kq[:len(keys)])
 		}
-		inv := float32(0)
-		if S != 0 {
-			inv = 1 / S
+		clear(p[nv*T : nvp*T])
+		for b := 0; b < nvp; b += tensor.FABlock {
+			tensor.TileVAccBlock(acc[b*hd:], vt, p[b*T:], hd)
 		}
-		o := og[h*hd : (h+1)*hd]
-		for d := range o {
-			o[d] = vkq[d] * inv
+	}
+	for i := 0; i < int(u.n); i++ {
+		r := int(u.r0) + i
+		for h := 0; h < group; h++ {
+			v := i*group + h
+			inv := float32(0)
+			if S[v] != 0 {
+				inv = 1 / S[v]
+			}
+			o := t.out[r*qDim+(g*group+h)*hd:][:hd]
+			for d := range o {
+				o[d] = acc[v*hd+d] * inv
+			}
 		}
 	}
 }
@@ -131,9 +215,7 @@ func (t *attnTask) headTiled(worker, g, si int, slots []int32, qg, og []float32)
 // is replaced by exp(x - max) with ggml's vectorised exp, and the
 // horizontal float32 sum of each vector is added in float64.
 func softMaxTile(x []float32, mx float32, lanes int) float64 {
-	for i := range x {
-		x[i] -= mx
-	}
+	tensor.TileSub(x, mx)
 	tensor.VExpGGML(x, x)
 	var sum float64
 	for i := 0; i+lanes <= len(x); i += lanes {

@@ -40,7 +40,7 @@ type scratch struct {
 	sgemm      []bool    // per token: llama.cpp would use its batch (sgemm) matmul
 	rowGemm    []bool    // sgemm flags of the rows computed in the last layer
 	ktOff      []int     // per sequence: start of its packed key tiles in kt (-1: none)
-	kt         []float32 // transposed f32 key tiles of the tiled attention path
+	kt, vt     []float32 // f32 key (transposed) and value tiles of the tiled attention path
 	krow       []float32 // one head of values (scratch)
 	rows       []int32   // token index of each row the attention computes
 	logits     []float32 // [nOut x Vocab]

@@ -166,36 +166,6 @@ func flashAccF16Generic(acc, v []uint16, offs []int, ms, vs []float32) {
 // FATile is the key tile of ggml's tiled flash attention (GGML_FA_TILE_KV).
 const FATile = 64
 
-// TileKQ computes the scores of one query q against a tile of FATile keys
-// as ggml's tiled flash attention does: kt holds the tile transposed
-// ([len(q)][FATile] f32); each score is a chain of fused multiply-adds
-// over the key dimension in order, then multiplied by scale.
-func TileKQ(out, kt, q []float32, scale float32) { tileKQ(out[:FATile], kt, q, scale) }
-
-func tileKQGeneric(out, kt, q []float32, scale float32) {
-	for j := 0; j < FATile; j++ {
-		var s float32
-		for d, qd := range q {
-			s = FMA32(kt[d*FATile+j], qd, s)
-		}
-		out[j] = s * scale
-	}
-}
-
-// TileVAcc adds the weighted values of ggml's tiled flash attention:
-// for each key j in order, acc = fma(f32(v[offs[j]:]), w[j], acc).
-func TileVAcc(acc []float32, v []uint16, offs []int, w []float32) {
-	tileVAcc(acc, v, offs, w[:len(offs)])
-}
-
-func tileVAccGeneric(acc []float32, v []uint16, offs []int, w []float32) {
-	for j, o := range offs {
-		for d := range acc {
-			acc[d] = FMA32(F16ToF32(v[o+d]), w[j], acc[d])
-		}
-	}
-}
-
 // F16ToF32Row converts len(src) IEEE halves into dst.
 func F16ToF32Row(dst []float32, src []uint16) { f16ToF32Row(dst[:len(src)], src) }
 

@@ -39,12 +39,6 @@ func ggmlSgemmF16x16AVX2(a, b unsafe.Pointer, n int) float32
 func ggmlSgemmF16x8AVX2(a, b unsafe.Pointer, n int) float32
 
 //go:noescape
-func ggmlTileKQAVX2(kt, q *float32, dk int, scale float32, out *float32)
-
-//go:noescape
-func ggmlTileVAccAVX2(acc *float32, v unsafe.Pointer, offs *int, w *float32, n, dv int)
-
-//go:noescape
 func ggmlF16ToF32AVX2(dst *float32, src unsafe.Pointer, n int)
 
 //go:noescape
@@ -160,29 +154,6 @@ func sgemmF16(a, b []uint16) float32 {
 		return ggmlSgemmF16x16AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
 	}
 	return ggmlSgemmF16x8AVX2(unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), len(a))
-}
-
-func tileKQ(out, kt, q []float32, scale float32) {
-	if !hasAVX2 || len(q) == 0 {
-		tileKQGeneric(out, kt, q, scale)
-		return
-	}
-	_ = kt[len(q)*FATile-1]
-	_ = out[FATile-1]
-	ggmlTileKQAVX2(&kt[0], &q[0], len(q), scale, &out[0])
-}
-
-func tileVAcc(acc []float32, v []uint16, offs []int, w []float32) {
-	dv := len(acc)
-	if !hasAVX2 || dv%8 != 0 || len(offs) == 0 || dv == 0 {
-		tileVAccGeneric(acc, v, offs, w)
-		return
-	}
-	for _, o := range offs {
-		_ = v[o+dv-1]
-	}
-	_ = w[len(offs)-1]
-	ggmlTileVAccAVX2(&acc[0], unsafe.Pointer(&v[0]), &offs[0], &w[0], len(offs), dv)
 }
 
 func f16ToF32Row(dst []float32, src []uint16) {

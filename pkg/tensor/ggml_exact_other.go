@@ -26,10 +26,6 @@ func flashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
 
 func sgemmF16(a, b []uint16) float32 { return sgemmF16Generic(a, b) }
 
-func tileKQ(out, kt, q []float32, scale float32) { tileKQGeneric(out, kt, q, scale) }
-
-func tileVAcc(acc []float32, v []uint16, offs []int, w []float32) { tileVAccGeneric(acc, v, offs, w) }
-
 func f16ToF32Row(dst []float32, src []uint16) {
 	for i, h := range src {
 		dst[i] = F16ToF32(h)
