@@ -9,7 +9,8 @@
 // Run it as openai-client-check.mjs (see there for the client's install):
 //   OPENAI_NODE_DIR=~/.cache/lightllm-test/openai node scripts/openai-parity-check.mjs \
 //     --base-url http://127.0.0.1:8000/v1 --models a,b [--api-key KEY] [--origin http://ui.example]
-// --models: the server's --served_model_name list, in order. --api-key: the
+// --chat: the model has a chat template (checks /v1/responses and chat
+// /tokenize). --models: the server's --served_model_name list, in order. --api-key: the
 // server's key (then unauthenticated calls must fail with 401). --origin: an
 // origin in the server's --allowed_origins. Exit status 0 when every check
 // passed; each check prints "ok" or "FAIL".
@@ -28,6 +29,7 @@ const root = baseURL.replace(/\/v1\/?$/, '');
 const models = opt('--models', '').split(',').filter(Boolean);
 const apiKey = opt('--api-key', '');
 const origin = opt('--origin', '');
+const withChat = args.includes('--chat');
 
 async function loadOpenAI() {
   const dir = process.env.OPENAI_NODE_DIR;
@@ -133,6 +135,50 @@ await check('negative seeds are reproducible', async () => {
   }
   assert(texts.size > 1, `seeds -1..-4 all gave ${JSON.stringify([...texts])}`);
 });
+
+await check("vLLM's /tokenize, /detokenize, /version", async () => {
+  const t = await rootClient.post('/tokenize', { body: { model, prompt, return_token_strs: true } });
+  assert(t.count === t.tokens.length && t.count > 1 && t.token_strs.length === t.count && t.max_model_len > 0, JSON.stringify(t));
+  const d = await rootClient.post('/detokenize', { body: { model, tokens: t.tokens.slice(1) } });
+  assert(d.prompt === prompt, `detokenize ${JSON.stringify(d)}`);
+  const r = await client.completions.create({ model, prompt: t.tokens, max_tokens: 4, temperature: 0 });
+  assert(r.usage.prompt_tokens === t.count, `usage ${r.usage.prompt_tokens} vs /tokenize ${t.count}`);
+  if (withChat) {
+    const c = await rootClient.post('/tokenize', { body: { model, messages: [{ role: 'user', content: 'Hi' }] } });
+    assert(c.count > 2, JSON.stringify(c));
+  }
+  const v = await rootClient.get('/version');
+  assert(typeof v.version === 'string' && v.version.length > 0, JSON.stringify(v));
+  await expectError(() => rootClient.post('/detokenize', { body: { tokens: [1e9] } }), OpenAI.BadRequestError, 400, 'bad id');
+  return `${t.count} tokens, version ${v.version}`;
+});
+
+if (withChat) {
+  await check('responses.create, streamed and not', async () => {
+    const req = { model, input: 'Tell me a story.', instructions: 'You are a storyteller.', max_output_tokens: 12, temperature: 0 };
+    const r = await client.responses.create(req);
+    assert(r.object === 'response' && r.output_text.length > 0, JSON.stringify(r));
+    assert(r.status === 'incomplete' && r.incomplete_details.reason === 'max_output_tokens', `status ${r.status}`);
+    assert(r.usage.output_tokens === 12 && r.usage.input_tokens > 0, JSON.stringify(r.usage));
+    const stream = await client.responses.create({ ...req, stream: true });
+    let text = '';
+    const types = [];
+    let last = null;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      last = ev;
+    }
+    assert(text === r.output_text, `streamed ${JSON.stringify(text)} vs ${JSON.stringify(r.output_text)}`);
+    assert(types[0] === 'response.created' && types.includes('response.output_item.done') && last.type === 'response.incomplete',
+      `events ${types.join(',')}`);
+    assert(last.response.output[0].content[0].text === r.output_text, JSON.stringify(last.response));
+    const err = await expectError(() => client.responses.create({ ...req, previous_response_id: 'resp_x' }),
+      OpenAI.BadRequestError, 400, 'previous_response_id');
+    assert(err.param === 'previous_response_id', `param ${err.param}`);
+    return `${types.length} events`;
+  });
+}
 
 if (apiKey) {
   await check('a wrong API key is AuthenticationError 401', async () => {

@@ -58,20 +58,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if v := o.str("reasoning_effort"); v != nil {
 		extra.Set("reasoning_effort", *v)
 	}
-	if kw := o.child("chat_template_kwargs"); kw != nil {
-		for _, k := range kw.keys() {
-			if k == "messages" || k == "add_generation_prompt" {
-				o.fail(invalidValue("chat_template_kwargs", "'chat_template_kwargs' may not set %q", k))
-				break
-			}
-			v, err := chattmpl.DecodeJSON(kw.fields[k])
-			if err != nil {
-				o.fail(badRequest(codeInvalidJSON, "chat_template_kwargs."+k, "'chat_template_kwargs.%s': %v", k, err))
-				break
-			}
-			extra.Set(k, v)
-		}
-	}
+	s.templateKwargs(o, extra)
 	for _, k := range []string{"separate_reasoning", "stream_reasoning", "parallel_tool_calls", "store"} {
 		o.boolean(k)
 	}

@@ -25,6 +25,7 @@ func (s *Server) routes() http.Handler {
 		"/metrics":             {http.MethodGet: s.handleMetrics},
 	}}
 	s.ollamaRoutes(rt.routes)
+	s.extraRoutes(rt.routes)
 	return s.wrap(s.guard(rt))
 }
 

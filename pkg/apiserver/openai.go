@@ -3,7 +3,6 @@ package apiserver
 import (
 	"encoding/json"
 	"math"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,11 +32,8 @@ func (s *Server) parseOpenAICommon(o *object, req *openAIRequest, path string) {
 	p := &req.params
 	if v := o.str("model"); v != nil {
 		req.model = *v
-		if s.strictModel() && *v != "" && !s.serves(*v) {
-			o.fail(&apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: codeModelNotFound, Param: "model",
-				Message: "The model `" + *v + "` does not exist; this server serves " + s.servedList()})
-		}
 	}
+	s.checkModelField(o)
 	samplingFields(o, p, true)
 	if v := o.float("temperature"); v != nil && *v > 2 {
 		o.fail(invalidValue("temperature", "'temperature' must be in [0, 2], got %g", *v))

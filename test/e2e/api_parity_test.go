@@ -31,7 +31,7 @@ func TestAPIParity(t *testing.T) {
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"),
 		"--served_model_name", "stories,story-alias", "--api_key", key, "--allowed_origins", origin,
 		"--health_interval", "200ms", "--chat_template", tmpl)
-	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin)
+	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin, "--chat")
 	t.Run("ollama client", func(t *testing.T) {
 		runNodeScript(t, "ollama-client-check.mjs", []string{envOllamaNodeDir + "=" + ollamaNodeDir(t)},
 			"--host", s.base, "--models", "stories,story-alias", "--api-key", key, "--chat")
