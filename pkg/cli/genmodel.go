@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +38,7 @@ func newGenModelCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Arch, "arch", "llama", "architecture: llama, mistral, qwen2, qwen3")
+	f.StringVar(&o.Arch, "arch", "llama", "architecture: "+strings.Join(model.Architectures(), ", "))
 	f.IntVar(&o.Hidden, "hidden", 256, "hidden size")
 	f.IntVar(&o.Layers, "layers", 2, "number of layers")
 	f.IntVar(&o.Heads, "heads", 4, "attention heads")
@@ -49,6 +50,10 @@ func newGenModelCmd() *cobra.Command {
 	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.BoolVar(&o.Tied, "tied", false, "share the output head with the embedding")
+	f.Float64Var(&o.EmbedScale, "embedding_multiplier", 0, "granite: embedding multiplier (0: Granite 3.0's 12)")
+	f.Float64Var(&o.ResidualScale, "residual_multiplier", 0, "granite: residual multiplier (0: 0.22)")
+	f.Float64Var(&o.AttnScale, "attention_multiplier", 0, "granite: attention logit scale (0: 0.015625)")
+	f.Float64Var(&o.LogitScale, "logits_scaling", 0, "granite: logits divisor (0: 8)")
 	f.StringVar(&out, "out", "", "GGUF file to write")
 	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")
 	return cmd

@@ -125,7 +125,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	c := &t.m.cfg
 	hd := c.HeadDim
 	group := len(qg) / hd
-	scale := 1 / float32(math.Sqrt(float64(hd)))
+	scale := t.m.kqScale
 	kv := t.kv
 	qb := t.qr[worker][:len(qg)]
 	for i, v := range qg {
@@ -183,7 +183,7 @@ func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
 	hd := c.HeadDim
 	group := len(qg) / hd
 	n := len(slots)
-	scale := 1 / float32(math.Sqrt(float64(hd)))
+	scale := t.m.kqScale
 	kv := t.kv
 	sc := t.scores[worker][:group*n]
 	for j, slot := range slots {

@@ -132,7 +132,7 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 	hd := c.HeadDim
 	group := c.Heads / c.KVHeads
 	qDim := c.Heads * hd
-	scale := 1 / float32(math.Sqrt(float64(hd)))
+	scale := m.kqScale
 	const T = tensor.FATile
 	nv := int(u.n) * group
 	nvp := (nv + tensor.FABlock - 1) / tensor.FABlock * tensor.FABlock

@@ -34,6 +34,12 @@ type Config struct {
 	BOS            int32
 	EOS            []int32 // from config + generation_config
 	DType          string  // dominant weight type: f32 | f16 | bf16 | q8_0 | q4_0
+	// Multipliers of the forward pass (granite); 0 means none, or the
+	// default where one is stated.
+	EmbedScale    float32 // token embeddings are multiplied by it
+	ResidualScale float32 // attention and FFN outputs are multiplied by it before each residual add
+	AttnScale     float32 // attention logit scale (0: 1/sqrt(HeadDim))
+	LogitScale    float32 // output logits are divided by it
 }
 
 // RopeScaling is a supported RoPE frequency scaling.

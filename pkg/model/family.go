@@ -41,6 +41,10 @@ type family struct {
 	// common ones (nil: none).
 	fromHF   func(raw []byte, c *Config) error
 	fromGGUF func(f *gguf.File, c *Config) error
+	// genGGUF and genHF add the family's own metadata to what gen-model
+	// writes (nil: none).
+	genGGUF func(w *gguf.Writer, o *GenOptions)
+	genHF   func(cfg map[string]any, o *GenOptions)
 }
 
 // families holds every registered family by name; written only by
@@ -65,6 +69,9 @@ func lookupFamily(arch string) (*family, error) {
 	}
 	return nil, fmt.Errorf("unknown architecture %q (supported: %s)", arch, strings.Join(familyNames(), ", "))
 }
+
+// Architectures lists the registered architecture names, sorted.
+func Architectures() []string { return familyNames() }
 
 func familyNames() []string {
 	names := make([]string, 0, len(families))

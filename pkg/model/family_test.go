@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,6 +54,83 @@ func TestHFTensorNames(t *testing.T) {
 	} {
 		if got := f.hfName(gg); got != hf {
 			t.Errorf("%s -> %s, want %s", gg, got, hf)
+		}
+	}
+}
+
+// familyFixture is one family's llama.cpp fixture: the gen-model options
+// of the files llama.cpp ran (testdata/README.md has the commands) and
+// the runs of each GGUF type. The HF form (f16) is checked against the
+// f16 runs.
+type familyFixture struct {
+	opts  GenOptions
+	runs  map[string]string // dtype -> testdata file
+	forms []string          // "gguf-f16", "gguf-q8_0", "hf-f16"
+}
+
+// checkFamilyFixture generates the fixture's files, loads each form and
+// requires llama.cpp's tokenization, greedy tokens (all prompts in shared
+// batches) and first-token log-probabilities.
+func checkFamilyFixture(t *testing.T, fx familyFixture) {
+	dir := t.TempDir()
+	for _, form := range fx.forms {
+		t.Run(form, func(t *testing.T) {
+			kind, dt, _ := strings.Cut(form, "-")
+			o := fx.opts
+			o.DType = dt
+			path := filepath.Join(dir, form)
+			gen := GenerateHF
+			if kind == "gguf" {
+				path += ".gguf"
+				gen = GenerateGGUF
+			}
+			if err := gen(path, o); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(path, LoadOptions{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			runs := readRuns(t, filepath.Join("testdata", fx.runs[dt]))
+			if len(runs) < 20 {
+				t.Fatalf("%d runs in %s, want >= 20", len(runs), fx.runs[dt])
+			}
+			for _, r := range runs {
+				got := append([]int32{m.Tokenizer().BOS()}, m.Tokenizer().Encode(r.Prompt, false)...)
+				if !equalIDs(got, r.Tokens) {
+					t.Errorf("prompt %q: tokens %v, llama.cpp %v", r.Prompt, got, r.Tokens)
+				}
+				checkTop5(t, m, r)
+			}
+			if ok := checkRuns(t, m, runs); ok != len(runs) {
+				t.Errorf("%d of %d runs match llama.cpp", ok, len(runs))
+			}
+		})
+	}
+}
+
+// checkTop5 compares the first token's log-probabilities with llama.cpp's
+// (they pin scalings greedy decoding cannot see, such as a logit divisor).
+func checkTop5(t *testing.T, m *Model, r llamaRun) {
+	t.Helper()
+	if len(r.Top5) == 0 {
+		return
+	}
+	logits := prefillLogits(t, m, r.Tokens)
+	maxL := math.Inf(-1)
+	for _, v := range logits {
+		maxL = math.Max(maxL, float64(v))
+	}
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v) - maxL)
+	}
+	for _, tp := range r.Top5 {
+		lp := float64(logits[int(tp[0])]) - maxL - math.Log(sum)
+		if math.Abs(lp-tp[1]) > 1e-4 {
+			t.Errorf("prompt %q: log p(%d) = %.6f, llama.cpp %.6f", r.Prompt, int(tp[0]), lp, tp[1])
+			return
 		}
 	}
 }

@@ -143,6 +143,9 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	for i, tok := range b.Tokens {
 		m.embed.DequantizeRow(int(tok), x[i*H:(i+1)*H])
 	}
+	if c.EmbedScale != 0 {
+		scaleInPlace(x, c.EmbedScale)
+	}
 	for i, p := range b.Positions {
 		m.ropeTable(p, s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2])
 	}
@@ -210,7 +213,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		}
 		m.tr("attn_out", li, proj)
 		xr := s.x[:R*H]
-		addInPlace(xr, proj)
+		m.addResidual(xr, proj)
 		xn = s.xn[:R*H]
 		m.tr("ffn_inp", li, xr)
 		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
@@ -230,7 +233,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			return err
 		}
 		m.tr("ffn_out", li, proj)
-		addInPlace(xr, proj)
+		m.addResidual(xr, proj)
 		m.tr("l_out", li, xr)
 	}
 	R := len(rows)
@@ -240,6 +243,10 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	out := s.logits[:R*c.Vocab]
 	if err := m.ctx.MatMulGGML(xn, R, nil, tensor.Out{W: m.output, Y: out}); err != nil {
 		return err
+	}
+	if c.LogitScale != 0 {
+		// ggml_scale by 1/scale, the reciprocal rounded to float32 first.
+		scaleInPlace(out, 1/c.LogitScale)
 	}
 	m.tr("result_output", -1, out)
 	j := 0
@@ -310,6 +317,21 @@ func addBias(x, bias []float32) {
 		for i := range row {
 			row[i] += bias[i]
 		}
+	}
+}
+
+// addResidual adds a block's output y to the residual stream x, scaled
+// first when the model has a residual multiplier (granite).
+func (m *Model) addResidual(x, y []float32) {
+	if s := m.cfg.ResidualScale; s != 0 {
+		scaleInPlace(y[:len(x)], s)
+	}
+	addInPlace(x, y)
+}
+
+func scaleInPlace(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
 	}
 }
 

@@ -25,6 +25,9 @@ type GenOptions struct {
 	Tied                                    bool    // output head shares the embedding
 	RopeTheta                               float64 // 0: 10000
 	RMSEps                                  float64 // 0: 1e-5
+	// Granite's multipliers (0: Granite 3.0's values); other families
+	// ignore them.
+	EmbedScale, ResidualScale, AttnScale, LogitScale float64
 }
 
 func (o *GenOptions) normalize() (tensor.DType, *family, error) {
@@ -195,6 +198,9 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w.Set(arch+".rope.freq_base", float32(o.RopeTheta))
 	w.Set(arch+".attention.layer_norm_rms_epsilon", float32(o.RMSEps))
 	w.Set(arch+".vocab_size", uint32(o.Vocab))
+	if fam.genGGUF != nil {
+		fam.genGGUF(w, &o)
+	}
 	w.Set("tokenizer.ggml.model", "llama")
 	w.Set("tokenizer.ggml.tokens", vocab.tokens)
 	w.Set("tokenizer.ggml.scores", vocab.scores)
@@ -307,6 +313,9 @@ func GenerateHF(dir string, o GenOptions) error {
 		"hidden_act": fam.hiddenAct, "tie_word_embeddings": o.Tied, "attention_bias": fam.qkvBias,
 		"bos_token_id": 1, "eos_token_id": 2, "torch_dtype": map[safetensors.DType]string{
 			safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[stDType],
+	}
+	if fam.genHF != nil {
+		fam.genHF(cfg, &o)
 	}
 	gen := map[string]any{"bos_token_id": 1, "eos_token_id": 2}
 	for name, obj := range map[string]any{"config.json": cfg, "generation_config.json": gen} {

@@ -15,6 +15,9 @@ type llamaRun struct {
 	Prompt string  `json:"prompt"`
 	Tokens []int32 `json:"prompt_tokens"` // BOS + prompt
 	Gen    []int32 `json:"generated_tokens"`
+	// Top5 is llama.cpp's five most likely first tokens with their
+	// log-probabilities (greedy_ids.mjs), where the fixture has them.
+	Top5 [][2]float64 `json:"first_top5_logprob"`
 }
 
 // ctxLen is the context size golden.mjs runs llama.cpp with; tokens it

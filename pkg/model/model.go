@@ -59,6 +59,7 @@ type Model struct {
 	// forms of a model then compute the same numbers.
 	ropeNeox   bool
 	permQK     bool
+	kqScale    float32   // attention logit scale
 	ropeScale  float32   // theta multiplier per pair: base^(-2/d)
 	freqScale  float32   // linear scaling: 1/factor
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
@@ -295,6 +296,10 @@ func (m *Model) loadWeights(l *loader) error {
 func (m *Model) initRope() {
 	c := &m.cfg
 	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.HeadDim))))
+	m.kqScale = c.AttnScale
+	if m.kqScale == 0 {
+		m.kqScale = 1 / float32(math.Sqrt(float64(c.HeadDim)))
+	}
 	m.freqScale = 1
 	if c.RopeScaling != nil && c.RopeScaling.Type == "linear" {
 		m.freqScale = float32(1 / c.RopeScaling.Factor)

@@ -79,7 +79,7 @@ var testPrompt = []int32{1, 260, 270, 280, 290, 299, 3, 100, 259, 261}
 // (rotate-half) of the same random model give the same logits and the
 // same configuration.
 func TestRandomModelsHFvsGGUF(t *testing.T) {
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "granite"} {
 		for _, dt := range []string{"f32", "f16", "bf16", "q8_0", "q4_0"} {
 			t.Run(arch+"/"+dt, func(t *testing.T) {
 				g, h := genBoth(t, smallOpts(arch, dt))
@@ -89,6 +89,10 @@ func TestRandomModelsHFvsGGUF(t *testing.T) {
 				}
 				if gc.QKVBias != (arch == "qwen2") || gc.QKNorm != (arch == "qwen3") || hc.QKVBias != gc.QKVBias || hc.QKNorm != gc.QKNorm {
 					t.Errorf("bias/norm flags: gguf %v/%v hf %v/%v", gc.QKVBias, gc.QKNorm, hc.QKVBias, hc.QKNorm)
+				}
+				gs, hs := [4]float32{gc.EmbedScale, gc.ResidualScale, gc.AttnScale, gc.LogitScale}, [4]float32{hc.EmbedScale, hc.ResidualScale, hc.AttnScale, hc.LogitScale}
+				if gs != hs || (arch == "granite") != (gs[3] != 0) {
+					t.Errorf("multipliers: gguf %v hf %v", gs, hs)
 				}
 				lg, lh := prefillLogits(t, g, testPrompt), prefillLogits(t, h, testPrompt)
 				// Same weights; HF holds quantized weights dequantized to f32,
