@@ -41,6 +41,9 @@ type family struct {
 	// common ones (nil: none).
 	fromHF   func(raw []byte, c *Config) error
 	fromGGUF func(f *gguf.File, c *Config) error
+	// chatTemplate is the family's chat template (Jinja), written by
+	// gen-model into both forms ("" = none).
+	chatTemplate string
 	// genGGUF and genHF add the family's own metadata to what gen-model
 	// writes (nil: none).
 	genGGUF func(w *gguf.Writer, o *GenOptions)

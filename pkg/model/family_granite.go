@@ -21,8 +21,47 @@ import (
 // transformers).
 func init() {
 	register(&family{name: "granite", hfClass: "GraniteForCausalLM", fromHF: graniteHF, fromGGUF: graniteGGUF,
-		genGGUF: graniteGenGGUF, genHF: graniteGenHF})
+		genGGUF: graniteGenGGUF, genHF: graniteGenHF, chatTemplate: graniteChatTemplate})
 }
+
+// graniteChatTemplate is the chat template of ibm-granite/granite-3.0-*-instruct
+// (its tokenizer_config.json): roles between <|start_of_role|> and
+// <|end_of_role|>, each turn closed by <|end_of_text|>.
+const graniteChatTemplate = `{%- if tools %}
+    {{- '<|start_of_role|>available_tools<|end_of_role|>
+' }}
+    {%- for tool in tools %}
+    {{- tool | tojson(indent=4) }}
+    {%- if not loop.last %}
+        {{- '
+
+' }}
+    {%- endif %}
+    {%- endfor %}
+    {{- '<|end_of_text|>
+' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message['role'] == 'system' %}
+    {{- '<|start_of_role|>system<|end_of_role|>' + message['content'] + '<|end_of_text|>
+' }}
+    {%- elif message['role'] == 'user' %}
+    {{- '<|start_of_role|>user<|end_of_role|>' + message['content'] + '<|end_of_text|>
+' }}
+    {%- elif message['role'] == 'assistant' %}
+    {{- '<|start_of_role|>assistant<|end_of_role|>'  + message['content'] + '<|end_of_text|>
+' }}
+    {%- elif message['role'] == 'assistant_tool_call' %}
+    {{- '<|start_of_role|>assistant<|end_of_role|><|tool_call|>' + message['content'] + '<|end_of_text|>
+' }}
+    {%- elif message['role'] == 'tool_response' %}
+    {{- '<|start_of_role|>tool_response<|end_of_role|>' + message['content'] + '<|end_of_text|>
+' }}
+    {%- endif %}
+    {%- if loop.last and add_generation_prompt %}
+    {{- '<|start_of_role|>assistant<|end_of_role|>' }}
+    {%- endif %}
+{%- endfor %}`
 
 func graniteHF(raw []byte, c *Config) error {
 	var hc struct {

@@ -1,10 +1,14 @@
 package model
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/chattmpl"
 )
 
 // TestFamilyRegistry: every family file registered its family, lookups of
@@ -131,6 +135,45 @@ func checkTop5(t *testing.T, m *Model, r llamaRun) {
 		if math.Abs(lp-tp[1]) > 1e-4 {
 			t.Errorf("prompt %q: log p(%d) = %.6f, llama.cpp %.6f", r.Prompt, int(tp[0]), lp, tp[1])
 			return
+		}
+	}
+}
+
+// TestFamilyChatTemplates: each family's chat template (written by
+// gen-model) renders byte-exact with Python jinja2 as transformers sets it
+// up (trim_blocks, lstrip_blocks) on the cases of
+// testdata/chat_templates.json.
+func TestFamilyChatTemplates(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "chat_templates.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases map[string][]struct {
+		Name string          `json:"name"`
+		Ctx  json.RawMessage `json:"ctx"`
+		Want string          `json:"want"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range familyNames() {
+		f := families[name]
+		if f.chatTemplate == "" {
+			continue
+		}
+		if len(cases[name]) == 0 {
+			t.Errorf("%s has a chat template but no cases", name)
+			continue
+		}
+		tmpl, err := chattmpl.New(f.chatTemplate)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, c := range cases[name] {
+			got, err := tmpl.RenderJSON(c.Ctx)
+			if err != nil || got != c.Want {
+				t.Errorf("%s %s: %q, %v\nwant %q", name, c.Name, got, err, c.Want)
+			}
 		}
 	}
 }

@@ -210,6 +210,9 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 	w.Set("tokenizer.ggml.add_bos_token", true)
 	w.Set("tokenizer.ggml.add_eos_token", false)
+	if fam.chatTemplate != "" {
+		w.Set("tokenizer.chat_template", fam.chatTemplate)
+	}
 	for _, t := range o.tensors(fam) {
 		t := t
 		typ, ggmlType := tensor.F32, gguf.F32
@@ -274,6 +277,11 @@ func GenerateHF(dir string, o GenOptions) error {
 	vocab, _ := newGenVocab(o.Vocab)
 	if err := vocab.writeHFTokenizer(dir); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
+	}
+	if fam.chatTemplate != "" {
+		if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte(fam.chatTemplate), 0o644); err != nil {
+			return fmt.Errorf("gen-model: %w", err)
+		}
 	}
 	stDType, hfType := map[tensor.DType]safetensors.DType{tensor.F16: safetensors.F16, tensor.BF16: safetensors.BF16}[dt], dt
 	if stDType == "" {
