@@ -34,6 +34,8 @@ func TestResolve(t *testing.T) {
 		"group too large": {cfg: func() model.Config { c := smallConfig("f32"); c.Heads, c.KVHeads, c.Hidden = 64, 1, 512; return c }(),
 			err: "64 query heads per KV head"},
 		"head too wide": {cfg: func() model.Config { c := smallConfig("f32"); c.HeadDim = 512; return c }(), err: "head dimension 512"},
+		"granite multipliers refused": {cfg: func() model.Config { c := smallConfig("f32"); c.Arch, c.LogitScale = "granite", 8; return c }(),
+			err: "granite models"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
