@@ -26,6 +26,7 @@ func NewRoot() *cobra.Command {
 		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(),
 		newEPPProxyCmd(),
 		newMembwCmd(),
+		newBenchGrammarCmd(),
 		// Add new subcommand constructors here, one line each.
 	)
 	return root

@@ -10,7 +10,9 @@ import (
 // dfa is one rule: a deterministic automaton over bytes whose states may
 // also call rules. State 0 is the start.
 type dfa struct {
-	trans    []int32 // state*256+byte → state, -1 dead
+	trans    []int32 // state*ncls+cls[byte] → state, -1 dead
+	cls      [256]uint8
+	ncls     int
 	accept   []bool
 	calls    [][]callEdge // per state
 	plain    []bool       // no calls and not accepting: a byte step is all there is
@@ -20,6 +22,9 @@ type dfa struct {
 }
 
 func (d *dfa) states() int { return len(d.accept) }
+
+// next is the state after byte b from q (-1: dead).
+func (d *dfa) next(q int32, b byte) int32 { return d.trans[int(q)*d.ncls+int(d.cls[b])] }
 
 // maxDFAStates bounds one rule's automaton; beyond it a schema is refused.
 const maxDFAStates = 1 << 14
@@ -34,79 +39,96 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		}
 	}
 	classOf, reps := byteClasses(sets)
+	d := &dfa{ncls: len(reps)}
+	for b := range classOf {
+		d.cls[b] = uint8(classOf[b])
+	}
+	// Per NFA state, the targets of its byte edges by class.
+	type classEdge struct {
+		class int32
+		to    int32
+	}
+	byClass := make([][]classEdge, n.size())
+	for s, es := range n.bytes {
+		for _, e := range es {
+			for c, rb := range reps {
+				if e.set.has(rb) {
+					byClass[s] = append(byClass[s], classEdge{int32(c), e.to})
+				}
+			}
+		}
+	}
 
-	d := &dfa{}
 	index := map[string]int32{}
 	var queue [][]int32
+	stamp := make([]uint32, n.size())
+	var gen uint32
+	var stack []int32
 	closure := func(seed []int32) []int32 {
-		seen := make(map[int32]bool, len(seed))
-		stack := append([]int32{}, seed...)
+		gen++
+		stack = append(stack[:0], seed...)
 		var out []int32
 		for len(stack) > 0 {
 			s := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if seen[s] {
+			if stamp[s] == gen {
 				continue
 			}
-			seen[s] = true
+			stamp[s] = gen
 			out = append(out, s)
 			stack = append(stack, n.eps[s]...)
 		}
 		slices.Sort(out)
 		return out
 	}
-	key := func(set []int32) string {
-		b := make([]byte, 0, 4*len(set))
-		for _, s := range set {
-			b = binary.LittleEndian.AppendUint32(b, uint32(s))
-		}
-		return string(b)
-	}
+	var keyBuf []byte
 	add := func(set []int32) (int32, error) {
-		k := key(set)
-		if id, ok := index[k]; ok {
+		keyBuf = keyBuf[:0]
+		for _, s := range set {
+			keyBuf = binary.LittleEndian.AppendUint32(keyBuf, uint32(s))
+		}
+		if id, ok := index[string(keyBuf)]; ok {
 			return id, nil
 		}
 		id := int32(len(d.accept))
 		if id >= maxDFAStates {
 			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
 		}
-		index[k] = id
+		index[string(keyBuf)] = id
 		d.accept = append(d.accept, slices.Contains(set, final))
 		d.calls = append(d.calls, nil)
-		d.trans = append(d.trans, make([]int32, 256)...)
+		d.trans = append(d.trans, make([]int32, d.ncls)...)
 		queue = append(queue, set)
 		return id, nil
 	}
 	if _, err := add(closure([]int32{start})); err != nil {
 		return nil, err
 	}
+	seeds := make([][]int32, len(reps))
+	row := make([]int32, len(reps))
 	var seed []int32
 	for q := 0; q < len(queue); q++ {
 		set := queue[q]
-		row := make([]int32, len(reps))
-		for c, rb := range reps {
-			seed = seed[:0]
-			for _, s := range set {
-				for _, e := range n.bytes[s] {
-					if e.set.has(rb) {
-						seed = append(seed, e.to)
-					}
-				}
+		for c := range seeds {
+			seeds[c] = seeds[c][:0]
+		}
+		for _, s := range set {
+			for _, e := range byClass[s] {
+				seeds[e.class] = append(seeds[e.class], e.to)
 			}
-			if len(seed) == 0 {
+		}
+		for c := range reps {
+			if len(seeds[c]) == 0 {
 				row[c] = -1
 				continue
 			}
-			id, err := add(closure(seed))
+			id, err := add(closure(seeds[c]))
 			if err != nil {
 				return nil, err
 			}
 			row[c] = id
 		}
-		for b := 0; b < 256; b++ {
-			d.trans[q*256+b] = row[classOf[b]]
-		}
+		copy(d.trans[q*d.ncls:], row)
 		var rules []int32
 		for _, s := range set {
 			for _, e := range n.calls[s] {
@@ -136,29 +158,36 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 }
 
 // byteClasses partitions 0..255 so that every set is a union of classes;
-// reps holds one byte of each class.
+// reps holds one byte of each class. Refinement: each set splits every
+// class it cuts.
 func byteClasses(sets []byteSet) (classOf [256]int, reps []byte) {
-	sig := map[string]int{}
-	for b := 0; b < 256; b++ {
-		k := make([]byte, 0, (len(sets)+7)/8)
-		var cur byte
-		for i, s := range sets {
+	n := 1
+	var remap [512]int
+	for _, s := range sets {
+		for i := range remap[:2*n] {
+			remap[i] = -1
+		}
+		m := 0
+		for b := 0; b < 256; b++ {
+			k := classOf[b] * 2
 			if s.has(byte(b)) {
-				cur |= 1 << (i & 7)
+				k++
 			}
-			if i&7 == 7 {
-				k = append(k, cur)
-				cur = 0
+			if remap[k] < 0 {
+				remap[k] = m
+				m++
 			}
+			classOf[b] = remap[k]
 		}
-		k = append(k, cur)
-		c, ok := sig[string(k)]
-		if !ok {
-			c = len(reps)
-			sig[string(k)] = c
-			reps = append(reps, byte(b))
+		n = m
+	}
+	reps = make([]byte, n)
+	seen := make([]bool, n)
+	for b := 0; b < 256; b++ {
+		if c := classOf[b]; !seen[c] {
+			seen[c] = true
+			reps[c] = byte(b)
 		}
-		classOf[b] = c
 	}
 	return classOf, reps
 }
@@ -170,7 +199,7 @@ func (d *dfa) finish() {
 	d.hasBytes = make([]bool, d.states())
 	for q := range d.plain {
 		for b := 0; b < 256 && !d.hasBytes[q]; b++ {
-			d.hasBytes[q] = d.trans[q*256+b] >= 0
+			d.hasBytes[q] = d.next(int32(q), byte(b)) >= 0
 		}
 		d.plain[q] = !d.accept[q] && len(d.calls[q]) == 0
 		if len(d.calls[q]) > 0 {
@@ -179,7 +208,7 @@ func (d *dfa) finish() {
 	}
 	if d.leaf {
 		h := sha256.New()
-		var buf []byte
+		buf := append([]byte{}, d.cls[:]...)
 		for _, t := range d.trans {
 			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
 		}
@@ -204,8 +233,8 @@ func (d *dfa) trim(productive []bool) bool {
 	rev := make([][]int32, n)
 	for q := 0; q < n; q++ {
 		last := int32(-2)
-		for b := 0; b < 256; b++ {
-			if t := d.trans[q*256+b]; t >= 0 && t != last {
+		for c := 0; c < d.ncls; c++ {
+			if t := d.trans[q*d.ncls+c]; t >= 0 && t != last {
 				rev[t] = append(rev[t], int32(q))
 				last = t
 			}
@@ -235,9 +264,9 @@ func (d *dfa) trim(productive []bool) bool {
 		}
 	}
 	for q := 0; q < n; q++ {
-		for b := 0; b < 256; b++ {
-			if t := d.trans[q*256+b]; t >= 0 && !live[t] {
-				d.trans[q*256+b] = -1
+		for c := 0; c < d.ncls; c++ {
+			if t := d.trans[q*d.ncls+c]; t >= 0 && !live[t] {
+				d.trans[q*d.ncls+c] = -1
 			}
 		}
 		calls := d.calls[q][:0]
@@ -249,8 +278,8 @@ func (d *dfa) trim(productive []bool) bool {
 		d.calls[q] = calls
 		if !live[q] {
 			d.accept[q] = false
-			for b := 0; b < 256; b++ {
-				d.trans[q*256+b] = -1
+			for c := 0; c < d.ncls; c++ {
+				d.trans[q*d.ncls+c] = -1
 			}
 			d.calls[q] = nil
 		}

@@ -16,6 +16,15 @@ type Options struct {
 	// MaxDepth bounds the nesting of recursive rules ($ref recursion, nested
 	// GBNF rules): 0 means DefaultMaxDepth.
 	MaxDepth int
+	// FormatAnnotation treats "format" as an annotation, as draft 2020-12
+	// does by default; otherwise the formats listed in the package doc are
+	// enforced (what generation wants).
+	FormatAnnotation bool
+	// DefaultDraft is the JSON Schema draft of a schema without $schema:
+	// 0 means 2020-12, 7 means draft 7.
+	DefaultDraft int
+
+	leaves *leafDFAs // set by Cache.Compile: automata shared across compiles
 }
 
 const (
@@ -59,6 +68,45 @@ func (g *Grammar) Rules() int { return len(g.rules) }
 type builder struct {
 	names  []string
 	bodies []frag
+	pre    map[int32]*dfa // rules given as finished call-free DFAs
+}
+
+// defineDFA makes rule id the (finished, call-free) automaton d.
+func (b *builder) defineDFA(id int32, d *dfa) {
+	if b.pre == nil {
+		b.pre = map[int32]*dfa{}
+	}
+	b.pre[id] = d
+	b.bodies[id] = func(*nfa, int32, int32) {}
+}
+
+// leafDFAs shares the automata of call-free rules between the rules of a
+// grammar and between grammars compiled through one Cache: every JSON
+// string, integer or date rule is built once. Safe for concurrent use.
+type leafDFAs struct {
+	mu sync.Mutex
+	m  map[[32]byte]*dfa
+	n  int
+}
+
+const leafDFAsMax = 4096
+
+func (l *leafDFAs) get(k [32]byte) *dfa {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[k]
+}
+
+func (l *leafDFAs) put(k [32]byte, d *dfa) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[[32]byte]*dfa{}
+	}
+	if len(l.m) >= leafDFAsMax {
+		clear(l.m) // crude bound; entries are cheap to rebuild
+	}
+	l.m[k] = d
 }
 
 func (b *builder) rule(name string) int32 {
@@ -74,16 +122,40 @@ func (b *builder) define(id int32, f frag) { b.bodies[id] = f }
 // (left recursion would make the matcher's closure infinite).
 func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	g := &Grammar{root: root, names: b.names, maxDepth: int32(opts.depth()), tables: map[*Vocab]*maskMemo{}}
+	leaves := opts.leaves
+	if leaves == nil {
+		leaves = &leafDFAs{}
+	}
+	shared := make([]bool, len(b.bodies)) // built complete by an earlier compile
 	for i, body := range b.bodies {
 		if body == nil {
 			return nil, fmt.Errorf("rule %s is not defined", b.names[i])
 		}
+		if d, ok := b.pre[int32(i)]; ok {
+			g.rules = append(g.rules, d)
+			shared[i] = true
+			continue
+		}
 		n := &nfa{}
 		s, f := n.state(), n.state()
 		body(n, s, f)
+		key, isLeaf := n.leafKey(s, f)
+		if isLeaf {
+			if d := leaves.get(key); d != nil {
+				g.rules = append(g.rules, d)
+				shared[i] = true
+				continue
+			}
+		}
 		d, err := determinize(n, s, f)
 		if err != nil {
 			return nil, fmt.Errorf("rule %s: %w", b.names[i], err)
+		}
+		if isLeaf {
+			d.trim(nil)
+			d.finish()
+			leaves.put(key, d)
+			shared[i] = true
 		}
 		g.rules = append(g.rules, d)
 	}
@@ -101,6 +173,9 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 		return nil, fmt.Errorf("%w: the grammar matches nothing", ErrUnsatisfiable)
 	}
 	for r, d := range g.rules {
+		if shared[r] {
+			continue
+		}
 		if productive[r] {
 			d.trim(productive)
 		}
@@ -132,7 +207,7 @@ func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
 		}
 		if !nullOnly {
 			for b := 0; b < 256; b++ {
-				visit(d.trans[int(q)*256+b])
+				visit(d.next(q, byte(b)))
 			}
 		}
 		for _, e := range d.calls[q] {
@@ -226,7 +301,7 @@ type Spec struct {
 // Key is a hash of the spec and options: equal keys compile to equal grammars.
 func (s Spec) Key(opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", s.Kind, opts.whitespace(), opts.depth())
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00%d\x00", s.Kind, opts.whitespace(), opts.depth(), opts.FormatAnnotation, opts.DefaultDraft)
 	text := s.Text
 	if s.Kind == KindJSONSchema {
 		text = compactJSON(text)
@@ -246,11 +321,11 @@ func Compile(s Spec, opts Options) (*Grammar, error) {
 	case KindJSONObject:
 		return JSONObject(opts), nil
 	case KindRegex:
-		return CompileRegex(s.Text)
+		return compileRegex(s.Text, opts)
 	case KindGBNF:
 		return CompileGBNF(s.Text, opts)
 	case KindChoice:
-		return Choice(s.Choices)
+		return choice(s.Choices, opts)
 	}
 	return nil, fmt.Errorf("%w: grammar kind %q", ErrUnsupported, s.Kind)
 }
@@ -259,10 +334,11 @@ func Compile(s Spec, opts Options) (*Grammar, error) {
 // holds at most max grammars and drops the least recently used. Safe for
 // concurrent use. Errors are not cached.
 type Cache struct {
-	mu    sync.Mutex
-	max   int
-	tick  uint64
-	items map[string]*cacheItem
+	leaves leafDFAs
+	mu     sync.Mutex
+	max    int
+	tick   uint64
+	items  map[string]*cacheItem
 }
 
 type cacheItem struct {
@@ -284,6 +360,7 @@ func (c *Cache) Compile(s Spec, opts Options) (*Grammar, error) {
 		return it.g, nil
 	}
 	c.mu.Unlock()
+	opts.leaves = &c.leaves
 	g, err := Compile(s, opts) // outside the lock: compiles may be slow
 	if err != nil {
 		return nil, err

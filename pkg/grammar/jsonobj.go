@@ -158,11 +158,13 @@ func (c *schemaCompiler) keyExcluding(names []string) (frag, error) {
 	for _, k := range names {
 		lits = append(lits, lit(quoteJSON(k)))
 	}
-	d, err := difference(any, alt(lits...))
+	d, err := difference(any, alt(lits...), c.leaves())
 	if err != nil {
 		return nil, unsupported("additionalProperties", err.Error())
 	}
-	return dfaFrag(d), nil
+	r := c.b.rule("extra_key")
+	c.b.defineDFA(r, d)
+	return call(r), nil
 }
 
 const maxItemsBound = 1024

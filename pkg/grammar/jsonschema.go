@@ -24,7 +24,7 @@ func CompileJSONSchema(schema []byte, opts Options) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := c.b.build(r, opts)
+	g, err := c.b.build(r, c.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,13 @@ func JSONObject(opts Options) *Grammar {
 	return g
 }
 
+func (c *schemaCompiler) leaves() *leafDFAs {
+	if c.opts.leaves == nil {
+		c.opts.leaves = &leafDFAs{} // shared by this compile at least
+	}
+	return c.opts.leaves
+}
+
 const baseURI = "https://lightllm.invalid/schema.json"
 
 type schemaCompiler struct {
@@ -56,21 +63,26 @@ type schemaCompiler struct {
 	byURI   map[string]*jv // $id and $anchor targets, absolute
 	merging int            // depth of allOf/$ref merges, bounded
 
-	anyRule, strRule, numRule int32 // shared rules, -1 until used
-	mergeMemo                 map[string]int32
-	withoutMemo               map[withoutKey]*jv
+	anyRule, strRule, wsRule int32 // shared rules, -1 until used
+	mergeMemo                map[string]int32
+	withoutMemo              map[withoutKey]*jv
 }
 
 func newSchemaCompiler(root *jv, opts Options) *schemaCompiler {
 	c := &schemaCompiler{opts: opts, root: root, draft: 2020, rules: map[*jv]int32{},
-		base: map[*jv]string{}, byURI: map[string]*jv{}, anyRule: -1, strRule: -1, numRule: -1}
+		base: map[*jv]string{}, byURI: map[string]*jv{}, anyRule: -1, strRule: -1, wsRule: -1}
+	if opts.DefaultDraft == 7 {
+		c.draft = 7
+	}
 	if s := root.get("$schema"); s != nil && s.kind == 's' {
-		switch {
-		case strings.Contains(s.str, "draft-07"), strings.Contains(s.str, "draft-06"):
+		switch strings.TrimSuffix(s.str, "#") {
+		case "http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema",
+			"http://json-schema.org/draft-06/schema", "https://json-schema.org/draft-06/schema":
 			c.draft = 7
-		case strings.Contains(s.str, "2020-12"), strings.Contains(s.str, "2019-09"):
+		case "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema":
+			c.draft = 2020
 		default:
-			c.draft = -1 // refused in index
+			c.draft = -1 // a custom metaschema may change what keywords mean: refused in index
 		}
 	}
 	return c
@@ -87,7 +99,7 @@ func unsupported(keyword string, why string) error {
 // $id and $anchor, for $ref.
 func (c *schemaCompiler) index(v *jv, base string, isSchema bool) error {
 	if c.draft < 0 {
-		return unsupported("$schema", "only draft 2020-12 (and 2019-09 keywords), draft 7 and draft 6 are supported")
+		return unsupported("$schema", "only the draft 2020-12, 2019-09, 7 and 6 metaschemas are supported")
 	}
 	switch v.kind {
 	case 'a':

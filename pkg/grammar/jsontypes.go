@@ -7,8 +7,18 @@ import (
 	"unicode"
 )
 
+// ws is the bounded whitespace between JSON tokens: a rule of its own, so
+// the rules around it stay small and its masks are shared.
 func (c *schemaCompiler) ws() frag {
-	return rep(class(bytesOf(" \t\n\r")), 0, c.opts.whitespace())
+	w := c.opts.whitespace()
+	if w == 0 {
+		return epsilon()
+	}
+	if c.wsRule < 0 {
+		c.wsRule = c.b.rule("ws")
+		c.b.define(c.wsRule, rep(class(bytesOf(" \t\n\r")), 1, w))
+	}
+	return opt(call(c.wsRule))
 }
 
 // jsonChar is one character of a JSON string as a canonical encoder writes it.
@@ -121,7 +131,7 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			parts = append(parts, f)
 		}
 	}
-	if fm := s.get("format"); fm != nil && fm.kind == 's' {
+	if fm := s.get("format"); fm != nil && fm.kind == 's' && !c.opts.FormatAnnotation {
 		if re, ok := formats[fm.str]; ok {
 			f, err := regexFrag(re, true, true)
 			if err != nil {
@@ -138,7 +148,7 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	case 1:
 		content = parts[0]
 	default:
-		d, err := intersect(parts)
+		d, err := intersect(parts, c.leaves())
 		if err != nil {
 			return nil, unsupported("pattern", err.Error())
 		}
@@ -163,8 +173,8 @@ var formats = map[string]string{
 const (
 	dateRE  = `[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))`
 	timeRE  = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
-	labelRE = `[a-zA-Z0-9]([a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?`
-	hostRE  = labelRE + `(\.` + labelRE + `){1,4}`
+	labelRE = `[a-zA-Z0-9]{1,20}(-[a-zA-Z0-9]{1,20}){0,2}` // no "--": no punycode labels to check
+	hostRE  = labelRE + `(\.` + labelRE + `){0,4}`
 )
 
 // numberFrag compiles numbers with bounds. Integers take any bounds; other

@@ -134,9 +134,9 @@ func (m *Matcher) ForcedBytes() []byte {
 		}
 		var only int = -1
 		for _, s := range closed {
-			row := m.g.rules[s.rule].trans[int(s.state)<<8 : int(s.state+1)<<8]
-			for b, t := range row {
-				if t < 0 || b == only {
+			d := m.g.rules[s.rule]
+			for b := 0; b < 256; b++ {
+				if d.next(s.state, byte(b)) < 0 || b == only {
 					continue
 				}
 				if only >= 0 {
@@ -171,6 +171,8 @@ func (m *Matcher) FillMask(bits []uint64) int {
 	m.memo.put(key, bits)
 	return popcount(bits)
 }
+
+func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
 
 func popcount(b []uint64) int {
 	n := 0

@@ -1,6 +1,10 @@
 package grammar
 
-import "math/bits"
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/bits"
+)
 
 // byteSet is a set of bytes.
 type byteSet [4]uint64
@@ -156,4 +160,29 @@ func rep(f frag, min, max int) frag {
 			cur = next
 		}
 	}
+}
+
+// leafKey hashes an automaton without calls (ok false when it has some):
+// equal keys determinize to equal DFAs.
+func (n *nfa) leafKey(start, final int32) (key [32]byte, ok bool) {
+	buf := make([]byte, 0, 64*len(n.eps))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(start))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(final))
+	for s := range n.eps {
+		if len(n.calls[s]) > 0 {
+			return key, false
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(n.eps[s])))
+		for _, t := range n.eps[s] {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(n.bytes[s])))
+		for _, e := range n.bytes[s] {
+			for _, w := range e.set {
+				buf = binary.LittleEndian.AppendUint64(buf, w)
+			}
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(e.to))
+		}
+	}
+	return sha256.Sum256(buf), true
 }

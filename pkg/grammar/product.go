@@ -2,12 +2,28 @@ package grammar
 
 import "fmt"
 
-// leafDFA determinizes a call-free fragment.
-func leafDFA(f frag) (*dfa, error) {
+// leafDFA determinizes a call-free fragment (through the shared cache
+// when there is one) into a finished DFA.
+func leafDFA(f frag, leaves *leafDFAs) (*dfa, error) {
 	n := &nfa{}
 	s, e := n.state(), n.state()
 	f(n, s, e)
-	return determinize(n, s, e)
+	key, _ := n.leafKey(s, e)
+	if leaves != nil {
+		if d := leaves.get(key); d != nil {
+			return d, nil
+		}
+	}
+	d, err := determinize(n, s, e)
+	if err != nil {
+		return nil, err
+	}
+	d.trim(nil)
+	d.finish()
+	if leaves != nil {
+		leaves.put(key, d)
+	}
+	return d, nil
 }
 
 // product runs DFAs in lockstep; keep decides acceptance from the parts'.
@@ -20,7 +36,23 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 		}
 		return key(b)
 	}
-	out := &dfa{}
+	var sets []byteSet
+	for _, d := range ds {
+		for c := 0; c < d.ncls; c++ {
+			var bs byteSet
+			for b := 0; b < 256; b++ {
+				if int(d.cls[b]) == c {
+					bs.add(byte(b))
+				}
+			}
+			sets = append(sets, bs)
+		}
+	}
+	classOf, reps := byteClasses(sets)
+	out := &dfa{ncls: len(reps)}
+	for b := range classOf {
+		out.cls[b] = uint8(classOf[b])
+	}
 	index := map[key]int32{}
 	var queue [][]int32
 	add := func(qs []int32) (int32, error) {
@@ -39,7 +71,7 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 		}
 		out.accept = append(out.accept, keep(acc))
 		out.calls = append(out.calls, nil)
-		out.trans = append(out.trans, make([]int32, 256)...)
+		out.trans = append(out.trans, make([]int32, out.ncls)...)
 		queue = append(queue, qs)
 		return id, nil
 	}
@@ -49,36 +81,37 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	}
 	for q := 0; q < len(queue); q++ {
 		qs := queue[q]
-		for b := 0; b < 256; b++ {
+		for c, b := range reps {
 			next := make([]int32, len(qs))
 			alive := false
 			for i, s := range qs {
 				next[i] = -1
 				if s >= 0 {
-					next[i] = ds[i].trans[int(s)<<8|b]
+					next[i] = ds[i].next(s, b)
 				}
 				alive = alive || next[i] >= 0
 			}
 			if !alive {
-				out.trans[q*256+b] = -1
+				out.trans[q*out.ncls+c] = -1
 				continue
 			}
 			id, err := add(next)
 			if err != nil {
 				return nil, err
 			}
-			out.trans[q*256+b] = id
+			out.trans[q*out.ncls+c] = id
 		}
 	}
 	out.trim(nil)
+	out.finish()
 	return out, nil
 }
 
 // intersect is the DFA of the texts every fragment matches.
-func intersect(fs []frag) (*dfa, error) {
+func intersect(fs []frag, leaves *leafDFAs) (*dfa, error) {
 	ds := make([]*dfa, len(fs))
 	for i, f := range fs {
-		d, err := leafDFA(f)
+		d, err := leafDFA(f, leaves)
 		if err != nil {
 			return nil, err
 		}
@@ -95,12 +128,12 @@ func intersect(fs []frag) (*dfa, error) {
 }
 
 // difference is the DFA of the texts a matches and b does not.
-func difference(a, b frag) (*dfa, error) {
-	da, err := leafDFA(a)
+func difference(a, b frag, leaves *leafDFAs) (*dfa, error) {
+	da, err := leafDFA(a, leaves)
 	if err != nil {
 		return nil, err
 	}
-	db, err := leafDFA(b)
+	db, err := leafDFA(b, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +155,7 @@ func dfaFrag(d *dfa) frag {
 			edges := map[int32]*byteSet{}
 			var order []int32
 			for b := 0; b < 256; b++ {
-				t := d.trans[q*256+b]
+				t := d.next(int32(q), byte(b))
 				if t < 0 {
 					continue
 				}

@@ -10,7 +10,9 @@ import (
 // CompileRegex compiles a regular expression (Go RE2 syntax, which covers
 // what constrained-decoding clients send) that the whole output must match;
 // ^ and $ at its ends are allowed and change nothing.
-func CompileRegex(re string) (*Grammar, error) {
+func CompileRegex(re string) (*Grammar, error) { return compileRegex(re, Options{}) }
+
+func compileRegex(re string, opts Options) (*Grammar, error) {
 	f, err := regexFrag(re, false, true)
 	if err != nil {
 		return nil, err
@@ -18,7 +20,7 @@ func CompileRegex(re string) (*Grammar, error) {
 	var b builder
 	root := b.rule("regex")
 	b.define(root, f)
-	return b.build(root, Options{})
+	return b.build(root, opts)
 }
 
 // regexFrag parses re. json: the text is the content of a JSON string, so
@@ -318,7 +320,9 @@ func utf8Ranges(lo, hi rune, emit func([][2]byte)) {
 }
 
 // Choice accepts exactly one of the given strings.
-func Choice(choices []string) (*Grammar, error) {
+func Choice(choices []string) (*Grammar, error) { return choice(choices, Options{}) }
+
+func choice(choices []string, opts Options) (*Grammar, error) {
 	if len(choices) == 0 {
 		return nil, fmt.Errorf("%w: empty choice list", ErrInvalid)
 	}
@@ -329,5 +333,5 @@ func Choice(choices []string) (*Grammar, error) {
 	var b builder
 	root := b.rule("choice")
 	b.define(root, alt(fs...))
-	return b.build(root, Options{})
+	return b.build(root, opts)
 }

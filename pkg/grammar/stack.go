@@ -92,7 +92,7 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 func (g *Grammar) step(set []*stack, b byte, out []*stack) []*stack {
 	out = out[:0]
 	for _, s := range set {
-		if t := g.rules[s.rule].trans[int(s.state)<<8|int(b)]; t >= 0 {
+		if t := g.rules[s.rule].next(s.state, b); t >= 0 {
 			out = addStack(out, mkStack(s.parent, s.rule, t))
 		}
 	}

@@ -29,6 +29,7 @@ type Vocab struct {
 	nodeEnd   []int32
 	nodeDepth []uint16
 	nodeTok   []int32 // id of a token that ends here, -1 if none
+	nodeDup   []bool  // more tokens with the same bytes end here: see dupTok
 	dupTok    map[int32][]int32
 	maxDepth  int
 
@@ -106,6 +107,7 @@ func (v *Vocab) buildTrie(ids []int32) {
 	v.nodeByte = append(v.nodeByte, 0)
 	v.nodeDepth = append(v.nodeDepth, 0)
 	v.nodeTok = append(v.nodeTok, -1)
+	v.nodeDup = append(v.nodeDup, false)
 	path := []int32{0} // path[d]: node at depth d on the current branch
 	var prev []byte
 	for _, id := range ids {
@@ -120,6 +122,7 @@ func (v *Vocab) buildTrie(ids []int32) {
 		if common == len(b) && len(prev) == len(b) { // same bytes as the previous token
 			n := path[len(b)]
 			v.dupTok[n] = append(v.dupTok[n], id)
+			v.nodeDup[n] = true
 			continue
 		}
 		path = path[:common+1]
@@ -128,6 +131,7 @@ func (v *Vocab) buildTrie(ids []int32) {
 			v.nodeByte = append(v.nodeByte, b[d])
 			v.nodeDepth = append(v.nodeDepth, uint16(d+1))
 			v.nodeTok = append(v.nodeTok, -1)
+			v.nodeDup = append(v.nodeDup, false)
 			path = append(path, n)
 		}
 		v.nodeTok[path[len(b)]] = id
@@ -154,7 +158,7 @@ func (v *Vocab) buildTrie(ids []int32) {
 func (v *Vocab) setTokens(bits []uint64, n int32) {
 	if id := v.nodeTok[n]; id >= 0 {
 		bits[id>>6] |= 1 << (uint(id) & 63)
-		if len(v.dupTok) > 0 {
+		if v.nodeDup[n] {
 			for _, d := range v.dupTok[n] {
 				bits[d>>6] |= 1 << (uint(d) & 63)
 			}

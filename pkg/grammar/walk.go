@@ -88,10 +88,10 @@ func (w *walker) fast(n int32, s *stack, d *dfa) {
 	st := w.states
 	st[v.nodeDepth[n]] = s.state
 	end := v.nodeEnd[n]
-	trans := d.trans
+	trans, cls, ncls := d.trans, &d.cls, d.ncls
 	for i := n + 1; i < end; {
 		dep := v.nodeDepth[i]
-		q := trans[int(st[dep-1])<<8|int(v.nodeByte[i])]
+		q := trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])]
 		if q < 0 {
 			i = v.nodeEnd[i]
 			continue
@@ -161,10 +161,10 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 	st := make([]int32, v.maxDepth+2)
 	st[0] = q0
 	var exits []int32
-	trans := d.trans
+	trans, cls, ncls := d.trans, &d.cls, d.ncls
 	for i := int32(1); i < int32(len(v.nodeByte)); {
 		dep := v.nodeDepth[i]
-		q := trans[int(st[dep-1])<<8|int(v.nodeByte[i])]
+		q := trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])]
 		if q < 0 {
 			i = v.nodeEnd[i]
 			continue

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/grammar"
+	"github.com/lightllm-go/lightllm/pkg/model"
+)
+
+func newBenchGrammarCmd() *cobra.Command {
+	var tokDir, corpus string
+	var random, maxTokens, procs int
+	var seed uint64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench-grammar",
+		Short: "Measure structured-output mask latency over a JSON Schema corpus",
+		Long: "Compiles every schema of --corpus (a directory of *.json), forces each schema's \"examples\"\n" +
+			"through the mask token by token, then samples --random generations uniformly among the allowed\n" +
+			"tokens. Prints mask time per token and time to first mask (compile + first mask) as p50/p99/p99.9,\n" +
+			"wall clock and CPU time of the measuring thread, and the share of forced tokens.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tokDir == "" {
+				return errors.New("--tokenizer is required")
+			}
+			runtime.GOMAXPROCS(procs)
+			tk, err := model.LoadTokenizer(tokDir)
+			if err != nil {
+				return err
+			}
+			schemas, err := grammar.LoadBenchCorpus(corpus)
+			if err != nil {
+				return err
+			}
+			v := grammar.VocabFromTokenizer(tk)
+			rep, err := grammar.Bench(grammar.BenchConfig{Vocab: v, Encode: func(s string) []int32 { return tk.Encode(s, false) },
+				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "schemas %d (refused %d), vocab %d, masks %d, tokens %d, forced %.1f%%, random runs stopped %d/%d, GOMAXPROCS %d\n",
+				rep.Schemas, rep.Refused, v.Size(), rep.Mask.N, rep.Tokens, 100*float64(rep.Forced)/float64(max(rep.Mask.N, 1)), rep.RandomStops, rep.RandomRuns, procs)
+			fmt.Fprintf(out, "mask per token  wall p50 %v p99 %v p99.9 %v max %v | cpu p50 %v p99 %v p99.9 %v\n",
+				rep.Mask.P50, rep.Mask.P99, rep.Mask.P999, rep.Mask.Max, rep.Mask.CPUP50, rep.Mask.CPUP99, rep.Mask.CPUP999)
+			fmt.Fprintf(out, "time to first mask  wall p50 %v p99 %v | cpu p50 %v p99 %v\n", rep.TTFM.P50, rep.TTFM.P99, rep.TTFM.CPUP50, rep.TTFM.CPUP99)
+			for _, s := range rep.Slowest {
+				fmt.Fprintf(out, "slow mask: %s\n", s)
+			}
+			for _, r := range rep.Refusals {
+				fmt.Fprintf(out, "refused %s\n", r)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tokDir, "tokenizer", "", "tokenizer directory (tokenizer.json) or .gguf file")
+	cmd.Flags().StringVar(&corpus, "corpus", "pkg/grammar/testdata/schemas", "directory of JSON Schema files")
+	cmd.Flags().IntVar(&random, "random", 3, "random generations per schema")
+	cmd.Flags().IntVar(&maxTokens, "max_tokens", 1024, "token limit of a random generation")
+	cmd.Flags().IntVar(&procs, "procs", 1, "GOMAXPROCS while measuring (one core by default)")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
