@@ -29,6 +29,7 @@ type attnTask struct {
 	bS, bM       [][]float32
 	bpos         [][]int32
 	units        []attnUnit  // rows grouped into blocks; one work item per (unit, KV head)
+	q8           []q8Scratch // q8_0 store, per worker
 	qr           [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
 	acc          [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st           [][]float32 // f16 cache: softmax sum per head [group]
@@ -49,6 +50,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		t.ms, t.vs = make([][]float32, workers), make([][]float32, workers)
 		t.bq, t.bp, t.bacc = make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
 		t.bS, t.bM, t.bpos = make([][]float32, workers), make([][]float32, workers), make([][]int32, workers)
+		t.q8 = make([]q8Scratch, workers)
 		t.qr = make([][]uint16, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
@@ -107,6 +109,8 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		qg := t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd]
 		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]
 		switch {
+		case t.kv.q8:
+			t.headQ8(worker, g, slots, qg, og)
 		case t.kv.f16:
 			t.headF16(worker, g, slots, qg, og)
 		default:

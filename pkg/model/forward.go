@@ -43,6 +43,8 @@ type scratch struct {
 	kt, vt     []float32 // f32 key (transposed) and value tiles of the tiled attention path
 	krow       []float32 // one head of values (scratch)
 	rows       []int32   // token index of each row the attention computes
+	kvq        []int8    // q8_0 KV store: one row's quantized values
+	kvd        []float32 // and block scales
 	logits     []float32 // [nOut x Vocab]
 }
 
@@ -75,7 +77,7 @@ func (m *Model) validate(b *Batch, kv *KV, logits [][]float32) (nOut int, err er
 	if len(b.Positions) != n {
 		return 0, fmt.Errorf("forward: %d tokens but %d positions", n, len(b.Positions))
 	}
-	if kv == nil || kv.layers != m.cfg.Layers || kv.dim != m.cfg.KVHeads*m.cfg.HeadDim || kv.f16 != m.kvF16 {
+	if kv == nil || kv.layers != m.cfg.Layers || kv.dim != m.cfg.KVHeads*m.cfg.HeadDim || kv.f16 != m.kvF16 || kv.q8 != m.kvQ8 {
 		return 0, fmt.Errorf("forward: KV store was not made by this model")
 	}
 	next := 0
@@ -181,6 +183,11 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
+		if nk, nv := m.kvRotation(); nk > 0 {
+			fwhtRows(q, nk)
+			fwhtRows(k, nk)
+			fwhtRows(v, nv)
+		}
 		m.tr("Qcur", li, q)
 		m.tr("Kcur", li, k)
 		m.tr("Vcur", li, v)
@@ -206,6 +213,9 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		}
 		att := s.att[:R*qDim]
 		m.attention(b, kv, li, rows, q, att)
+		if _, nv := m.kvRotation(); nv > 0 {
+			fwhtRows(att, nv) // back from the rotated value space
+		}
 		m.tr("kqv_out", li, att)
 		proj := s.proj[:R*H]
 		if err := m.ctx.MatMulGGML(att, R, gemm, tensor.Out{W: ly.wo, Y: proj}); err != nil {
@@ -277,6 +287,12 @@ func (m *Model) storeKV(b *Batch, kv *KV, layer int, k, v []float32) {
 		for t := sq.Start; t < sq.Start+sq.Len; t++ {
 			off := kv.off(layer, sq.Slots[b.Positions[t]])
 			kt, vt := k[t*dim:(t+1)*dim], v[t*dim:(t+1)*dim]
+			if kv.q8 {
+				o8 := kv.off8(layer, sq.Slots[b.Positions[t]])
+				m.quantizeKV(kv.k8[o8:o8+kv.row8], kt)
+				m.quantizeKV(kv.v8[o8:o8+kv.row8], vt)
+				continue
+			}
 			if kv.f16 {
 				dk, dv := kv.k16[off:off+dim], kv.v16[off:off+dim]
 				for j := range kt {

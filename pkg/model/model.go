@@ -20,7 +20,8 @@ type LoadOptions struct {
 	// (<= 0: GOMAXPROCS).
 	Threads int
 	// KVType is the element type of the KV store: "f16" (default, as
-	// llama.cpp's default cache) or "f32".
+	// llama.cpp's default cache), "q8_0" (llama.cpp's -ctk/-ctv q8_0: about
+	// half the bytes) or "f32".
 	KVType string
 	// NoTokenizer skips loading the tokenizer (benchmarks, weight-only tests).
 	NoTokenizer bool
@@ -64,6 +65,7 @@ type Model struct {
 	freqScale  float32   // linear scaling: 1/factor
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
 	kvF16      bool
+	kvQ8       bool // KV store in q8_0 blocks (kvF16 false)
 	lanes      int // f32 vector width of the llama.cpp build whose rounding we follow
 
 	ctx *tensor.Ctx
@@ -106,9 +108,15 @@ func (m *Model) finishLoad(opts LoadOptions) (*Model, error) {
 	case "", "f16":
 		m.kvF16 = true
 	case "f32":
+	case "q8_0":
+		if m.cfg.HeadDim%tensor.QK != 0 {
+			m.closeFiles()
+			return nil, fmt.Errorf("model: KV type q8_0 needs a head size that is a multiple of %d (it is %d)", tensor.QK, m.cfg.HeadDim)
+		}
+		m.kvQ8 = true
 	default:
 		m.closeFiles()
-		return nil, fmt.Errorf("model: KV type %q (want f16 or f32)", opts.KVType)
+		return nil, fmt.Errorf("model: KV type %q (want f16, q8_0 or f32)", opts.KVType)
 	}
 	m.initRope()
 	m.lanes = tensor.GGMLLanes()

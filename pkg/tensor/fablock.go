@@ -84,3 +84,16 @@ func tileSubGeneric(x []float32, m float32) {
 		x[i] -= m
 	}
 }
+
+// DotQ8 is ggml_vec_dot_q8_0_q8_0 of len(ds) q8_0 blocks w against a
+// quantized activation (xq values, ds f16-rounded block scales), as the
+// decode matmul computes it.
+func DotQ8(w []byte, xq []int8, ds []float32) float32 { return dotQ8(w, xq, ds) }
+
+// MadF32GGML is ggml_vec_mad_f32: acc[i] = fma(x[i], v, acc[i]).
+func MadF32GGML(acc, x []float32, v float32) {
+	x = x[:len(acc)]
+	for i := range acc {
+		acc[i] = FMA32(x[i], v, acc[i])
+	}
+}
