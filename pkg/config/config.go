@@ -66,9 +66,12 @@ type Config struct {
 	Threads         int     `json:"threads"` // CPU backend worker threads; 0 = all cores
 	// MmapWeights: the CPU backend computes from the model file's mapping
 	// instead of huge-page copies of its matrices (model.LoadOptions).
-	MmapWeights bool   `json:"mmap_weights"`
-	TP          int    `json:"tp"`
-	GPUUUID     string `json:"gpu_uuid"`
+	MmapWeights bool `json:"mmap_weights"`
+	// KVCacheDtype is the CPU backend's KV cache element type: "" or f16
+	// (default), q8_0 (llama.cpp's -ctk/-ctv q8_0).
+	KVCacheDtype string `json:"kv_cache_dtype"`
+	TP           int    `json:"tp"`
+	GPUUUID      string `json:"gpu_uuid"`
 
 	// HTTP.
 	Host string `json:"host"`

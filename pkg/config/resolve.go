@@ -187,11 +187,15 @@ func (c *Config) sizeKV(info *ModelInfo, opts ResolveOptions) error {
 }
 
 func estimateBytesPerToken(c *Config, info *ModelInfo) (int64, error) {
-	elem := 2 // f16 KV: the CPU engine's default (as llama.cpp's) and CUDA's
-	if c.Backend == BackendSynthetic {
-		elem = 4
+	switch {
+	case c.Backend == BackendSynthetic:
+		return info.KVBytesPerToken(4)
+	case c.KVCacheDtype == "q8_0":
+		// q8_0 blocks: an f16 scale per 32 int8 values.
+		b, err := info.KVBytesPerToken(34)
+		return b / 32, err
 	}
-	return info.KVBytesPerToken(elem)
+	return info.KVBytesPerToken(2) // f16 KV: the CPU engine's default (as llama.cpp's) and CUDA's
 }
 
 // MemAvailable returns /proc/meminfo's MemAvailable, capped by the free room

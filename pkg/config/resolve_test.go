@@ -235,3 +235,40 @@ func TestGGUFInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestKVCacheDtypeSizing: a q8_0 KV cache takes 34 bytes per 32 values
+// (f16: 64), so the same memory holds 64/34 ≈ 1.9x the tokens.
+func TestKVCacheDtypeSizing(t *testing.T) {
+	path := filepath.Join(modelsDir(t), "stories260K", "stories260K-f32.gguf")
+	t.Setenv(EnvRunDir, t.TempDir())
+	opts := testOpts()
+	opts.MemAvailable = func() (int64, error) { return 1 << 20, nil }
+	tests := map[string]struct {
+		dtype       string
+		bpt, tokens int
+	}{
+		"default is f16": {"", 640, 1310},     // 2 × 5 layers × 4 KV heads × 8 × 2 B; 1 MiB × 0.8 / 640
+		"f16":            {"f16", 640, 1310},  //
+		"q8_0":           {"q8_0", 340, 2467}, // 2 × 5 × 4 × 8 × 34/32 B
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"--model_dir", path}
+			if tc.dtype != "" {
+				args = append(args, "--kv_cache_dtype", tc.dtype)
+			}
+			_, in := parse(t, args...)
+			c, err := Resolve(in, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.KVBytesPerToken != int64(tc.bpt) || c.MaxTotalTokenNum != tc.tokens {
+				t.Errorf("bytes per token %d, tokens %d; want %d, %d", c.KVBytesPerToken, c.MaxTotalTokenNum, tc.bpt, tc.tokens)
+			}
+		})
+	}
+	_, in := parse(t, "--model_dir", path, "--kv_cache_dtype", "q4_1")
+	if _, err := Resolve(in, opts); err == nil || !strings.Contains(err.Error(), "kv_cache_dtype") {
+		t.Errorf("kv_cache_dtype q4_1: %v, want an error naming the flag", err)
+	}
+}

@@ -74,6 +74,15 @@ func (c *Config) validateStatic() error {
 	default:
 		add("backend %q unknown (cpu|cuda|synthetic)", c.Backend)
 	}
+	switch c.KVCacheDtype {
+	case "", "f16":
+	case "q8_0":
+		if c.Backend == BackendCUDA {
+			add("kv_cache_dtype q8_0 is CPU-only (the cuda backend keeps an f16 cache)")
+		}
+	default:
+		add("kv_cache_dtype %q unknown (f16|q8_0)", c.KVCacheDtype)
+	}
 	if c.SyntheticStepMs < 0 {
 		add("synthetic_step_ms must be >= 0, got %g", c.SyntheticStepMs)
 	}

@@ -66,7 +66,7 @@ type Model struct {
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
 	kvF16      bool
 	kvQ8       bool // KV store in q8_0 blocks (kvF16 false)
-	lanes      int // f32 vector width of the llama.cpp build whose rounding we follow
+	lanes      int  // f32 vector width of the llama.cpp build whose rounding we follow
 
 	ctx *tensor.Ctx
 	s   scratch
