@@ -36,6 +36,8 @@ func TestResolve(t *testing.T) {
 		"head too wide": {cfg: func() model.Config { c := smallConfig("f32"); c.HeadDim = 512; return c }(), err: "head dimension 512"},
 		"granite multipliers refused": {cfg: func() model.Config { c := smallConfig("f32"); c.Arch, c.LogitScale = "granite", 8; return c }(),
 			err: "granite models"},
+		"phi3 q scaling refused": {cfg: func() model.Config { c := smallConfig("f32"); c.Arch, c.QScale = "phi3", 0.125; return c }(),
+			err: "phi3 models"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

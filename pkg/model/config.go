@@ -40,6 +40,9 @@ type Config struct {
 	ResidualScale float32 // attention and FFN outputs are multiplied by it before each residual add
 	AttnScale     float32 // attention logit scale (0: 1/sqrt(HeadDim))
 	LogitScale    float32 // output logits are divided by it
+	// QScale, when set, multiplies q after RoPE, and the attention logits
+	// are not scaled again (phi3, gemma: llama.cpp scales Qcur itself).
+	QScale float32
 }
 
 // RopeScaling is a supported RoPE frequency scaling.

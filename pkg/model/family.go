@@ -34,6 +34,9 @@ type family struct {
 	qkvBias bool
 	// qkNorm: per-head RMSNorm of q and k; required when set.
 	qkNorm bool
+	// fusedProj: q|k|v are one tensor (attn_qkv) and gate|up another
+	// (ffn_up, gate rows first), as phi3 stores them.
+	fusedProj bool
 	// hfTensors maps GGUF tensor-name parts (after "blk.N.") to Hugging
 	// Face ones beyond the common llama-style map (commonHFTensors).
 	hfTensors map[string]string

@@ -4,8 +4,8 @@ import "testing"
 
 // TestGraniteLlamaCpp: a gen-model granite (Granite 3.0's multipliers) is
 // bit-exact with llama.cpp from GGUF f16 and q8_0 and from the HF form, on
-// 24 prompts of 2-230 tokens; the first-token log-probabilities pin the
-// logit divisor, which greedy decoding cannot see.
+// 24 prompts of 2-834 tokens (checkFamilyFixture); the first-token
+// log-probabilities pin the logit divisor, which greedy decoding cannot see.
 func TestGraniteLlamaCpp(t *testing.T) {
 	checkFamilyFixture(t, familyFixture{
 		opts:  GenOptions{Arch: "granite", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, Seed: 7},

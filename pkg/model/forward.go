@@ -183,6 +183,11 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
+		if c.QScale != 0 {
+			// Before the KV rotation: llama.cpp scales Qcur in the model
+			// graph, and build_attn rotates what it is given.
+			scaleInPlace(q, c.QScale)
+		}
 		if nk, nv := m.kvRotation(); nk > 0 {
 			fwhtRows(q, nk)
 			fwhtRows(k, nk)

@@ -93,12 +93,16 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 	ts := []genTensor{{name: "token_embd.weight", rows: o.Vocab, cols: H, std: 0.5}}
 	for i := 0; i < o.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
-		ts = append(ts,
-			genTensor{name: p + "attn_norm.weight", cols: H, std: 0.05, center: 1},
-			genTensor{name: p + "attn_q.weight", rows: qDim, cols: H, std: lin(qDim, H), ropeHeads: o.Heads},
-			genTensor{name: p + "attn_k.weight", rows: kvDim, cols: H, std: lin(kvDim, H), ropeHeads: o.KVHeads},
-			genTensor{name: p + "attn_v.weight", rows: kvDim, cols: H, std: lin(kvDim, H)},
-			genTensor{name: p + "attn_output.weight", rows: H, cols: qDim, std: lin(H, qDim)})
+		ts = append(ts, genTensor{name: p + "attn_norm.weight", cols: H, std: 0.05, center: 1})
+		if fam.fusedProj { // NEOX RoPE: no q/k row permutation
+			ts = append(ts, genTensor{name: p + "attn_qkv.weight", rows: qDim + 2*kvDim, cols: H, std: lin(qDim, H)})
+		} else {
+			ts = append(ts,
+				genTensor{name: p + "attn_q.weight", rows: qDim, cols: H, std: lin(qDim, H), ropeHeads: o.Heads},
+				genTensor{name: p + "attn_k.weight", rows: kvDim, cols: H, std: lin(kvDim, H), ropeHeads: o.KVHeads},
+				genTensor{name: p + "attn_v.weight", rows: kvDim, cols: H, std: lin(kvDim, H)})
+		}
+		ts = append(ts, genTensor{name: p + "attn_output.weight", rows: H, cols: qDim, std: lin(H, qDim)})
 		if fam.qkvBias {
 			ts = append(ts,
 				genTensor{name: p + "attn_q.bias", cols: qDim, std: 0.05, ropeHeads: o.Heads},
@@ -110,11 +114,15 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "attn_q_norm.weight", cols: o.HeadDim, std: 0.05, center: 1},
 				genTensor{name: p + "attn_k_norm.weight", cols: o.HeadDim, std: 0.05, center: 1})
 		}
-		ts = append(ts,
-			genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1},
-			genTensor{name: p + "ffn_gate.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
-			genTensor{name: p + "ffn_up.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
-			genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
+		ts = append(ts, genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1})
+		if fam.fusedProj { // gate rows first, then up
+			ts = append(ts, genTensor{name: p + "ffn_up.weight", rows: 2 * o.FFN, cols: H, std: lin(o.FFN, H)})
+		} else {
+			ts = append(ts,
+				genTensor{name: p + "ffn_gate.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
+				genTensor{name: p + "ffn_up.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)})
+		}
+		ts = append(ts, genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
 	}
 	ts = append(ts, genTensor{name: "output_norm.weight", cols: H, std: 0.05, center: 1})
 	if !o.Tied {

@@ -258,6 +258,22 @@ func (m *Model) loadWeights(l *loader) error {
 			{&ly.wo, "attn_output", H, qDim}, {&ly.wGate, "ffn_gate", c.FFN, H}, {&ly.wUp, "ffn_up", c.FFN, H},
 			{&ly.wDown, "ffn_down", H, c.FFN},
 		}
+		if m.fam.fusedProj {
+			// q|k|v and gate|up are one tensor each: split by rows (each
+			// output row is its own dot product, so the split computes
+			// the same numbers as the fused product).
+			if err := l.splitMatrix(p+"attn_qkv.weight", H, []splitPart{{&ly.wq, qDim}, {&ly.wk, kvDim}, {&ly.wv, kvDim}}); err != nil {
+				return err
+			}
+			if err := l.splitMatrix(p+"ffn_up.weight", H, []splitPart{{&ly.wGate, c.FFN}, {&ly.wUp, c.FFN}}); err != nil {
+				return err
+			}
+			mats = []struct {
+				dst        **tensor.Matrix
+				name       string
+				rows, cols int
+			}{{&ly.wo, "attn_output", H, qDim}, {&ly.wDown, "ffn_down", H, c.FFN}}
+		}
 		for _, mt := range mats {
 			if *mt.dst, err = l.matrix(p+mt.name+".weight", mt.rows, mt.cols); err != nil {
 				return err
@@ -305,7 +321,9 @@ func (m *Model) initRope() {
 	c := &m.cfg
 	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.HeadDim))))
 	m.kqScale = c.AttnScale
-	if m.kqScale == 0 {
+	if c.QScale != 0 {
+		m.kqScale = 1
+	} else if m.kqScale == 0 {
 		m.kqScale = 1 / float32(math.Sqrt(float64(c.HeadDim)))
 	}
 	m.freqScale = 1

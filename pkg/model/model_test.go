@@ -79,7 +79,7 @@ var testPrompt = []int32{1, 260, 270, 280, 290, 299, 3, 100, 259, 261}
 // (rotate-half) of the same random model give the same logits and the
 // same configuration.
 func TestRandomModelsHFvsGGUF(t *testing.T) {
-	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "granite"} {
+	for _, arch := range []string{"llama", "mistral", "qwen2", "qwen3", "granite", "phi3"} {
 		for _, dt := range []string{"f32", "f16", "bf16", "q8_0", "q4_0"} {
 			t.Run(arch+"/"+dt, func(t *testing.T) {
 				g, h := genBoth(t, smallOpts(arch, dt))

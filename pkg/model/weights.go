@@ -186,6 +186,43 @@ func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.
 	return m, nil
 }
 
+// splitPart is one matrix cut from the rows of a fused tensor.
+type splitPart struct {
+	dst  **tensor.Matrix
+	rows int
+}
+
+// splitMatrix loads a fused [sum(rows) x cols] weight as consecutive
+// row blocks, one matrix each.
+func (l *loader) splitMatrix(name string, cols int, parts []splitPart) error {
+	t, err := l.need(name)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, p := range parts {
+		total += p.rows
+	}
+	if len(t.shape) != 2 || t.shape[0] != total || t.shape[1] != cols {
+		return fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, total, cols)
+	}
+	rb, err := t.typ.RowBytes(cols)
+	if err != nil || rb*total != len(t.data) {
+		return fmt.Errorf("%s: tensor %q: %d bytes for %d x %d %s", l.src.path(), t.name, len(t.data), total, cols, t.typ)
+	}
+	r0 := 0
+	for _, p := range parts {
+		sub := *t
+		sub.shape = []int{p.rows, cols}
+		sub.data = t.data[r0*rb : (r0+p.rows)*rb]
+		if *p.dst, err = l.asMatrix(&sub, p.rows, cols, true); err != nil {
+			return err
+		}
+		r0 += p.rows
+	}
+	return nil
+}
+
 // vector loads a 1-D tensor of n values as float32 (norm weights and
 // biases are small, so they are decoded once).
 func (l *loader) vector(name string, n int) ([]float32, error) {
