@@ -42,7 +42,7 @@ func (t *attnTask) headQ8(worker, g int, slots []int32, qg, og []float32) {
 	hd := c.HeadDim
 	group := len(qg) / hd
 	nb := hd / tensor.QK
-	scale := 1 / float32(math.Sqrt(float64(hd)))
+	scale := t.m.kqScale
 	kv := t.kv
 	w := &t.q8[worker]
 	w.grow(group, hd)
