@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // BenchmarkRingRoundTrip: the router→infer path and back. One goroutine
@@ -109,7 +111,7 @@ func BenchmarkFutexPingPong(b *testing.B) {
 func BenchmarkTextQueue(b *testing.B) {
 	r := newTestRegion(b, Sizes{Slots: 1, MaxReqTotalLen: 16, TextQueueBytes: 4096, RingEntries: 4})
 	s, gen, _ := r.Alloc(1)
-	s.Fill(gen, Request{Prompt: []int32{1}, Params: Params{MaxNewTokens: 1}})
+	s.Fill(gen, Request{Prompt: []int32{1}, Params: sampler.Params{MaxNewTokens: 1}})
 	piece := TextPiece{Text: []byte(" hello")}
 	buf := make([]byte, 64)
 	b.ResetTimer()

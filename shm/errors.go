@@ -23,6 +23,7 @@ var (
 	ErrState      = errors.New("shm: slot is not in the expected state")
 	ErrTooLong    = errors.New("shm: does not fit in the slot")
 	ErrTextFull   = errors.New("shm: text queue full")
+	ErrExtrasFull = errors.New("shm: extras pool full")
 	ErrRingFull   = errors.New("shm: command ring full")
 	ErrCorrupt    = errors.New("shm: corrupt shared state")
 	ErrBadRole    = errors.New("shm: unknown role")

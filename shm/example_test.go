@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lightllm-go/lightllm/shm"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // Example walks one request through every role's part, in one process for
@@ -31,7 +33,7 @@ func Example() {
 	epoch, _ := api.BeginEpoch(shm.RoleAPIServer)
 	slot, gen, _ := api.Alloc(epoch)
 	slot.Fill(gen, shm.Request{RequestID: 8, GroupID: 8, Arrival: time.Now(),
-		Prompt: []int32{1, 15043}, Params: shm.Params{MaxNewTokens: 2, TopK: -1, Seed: -1}})
+		Prompt: []int32{1, 15043}, Params: sampler.Params{MaxNewTokens: 2, TopK: -1, Seed: -1}})
 	slot.Transition(gen, shm.StateAllocated, shm.StateQueued)
 
 	// router: admit and command infer

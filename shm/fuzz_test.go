@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // FuzzAttach feeds damaged region files to AttachFile and, when a file is
@@ -27,7 +29,7 @@ func FuzzAttach(f *testing.F) {
 		// Live content: a running request with text queued and a command
 		// in the ring.
 		sl, gen, _ := r.Alloc(1)
-		sl.Fill(gen, Request{Prompt: []int32{1}, Params: Params{MaxNewTokens: 0}})
+		sl.Fill(gen, Request{Prompt: []int32{1}, Params: sampler.Params{MaxNewTokens: 0}})
 		sl.Transition(gen, StateAllocated, StateQueued)
 		sl.PushText(TextPiece{Text: []byte("ab"), Final: true})
 		r.Commands().Push(Command{Op: OpNew, Slot: 0, Gen: gen})

@@ -9,19 +9,25 @@ import (
 // /dev/shm/lightllm-<instance>/state holding, in order, the header, the
 // request slot table, the per-slot token arrays, the per-slot logprob arrays
 // (parallel to the token arrays), the per-slot text queues, the per-slot
-// top-logprob rings and the router→infer command ring. docs/FORMAT.md draws it; docs/locking.md
+// top-logprob rings, the router→infer command ring and the extras pool
+// (variable-size per-request data: extras.go). docs/FORMAT.md draws it; docs/locking.md
 // says who writes each field. Every field that more than one process touches
 // is an atomic type, so the compiler refuses plain loads and stores; bulk data
 // (token ids, text bytes) is plain memory published by an atomic store.
 //
-// Any change to the structs below must bump LayoutVersion, update the tables
-// in these comments and layoutTable in layout_test.go.
+// The one rule: any change to what the file holds — a field added (reserved
+// bytes put to use count), removed, moved, resized or given another
+// meaning, a section added or reordered — bumps LayoutVersion and updates
+// the tables in these comments, docs/FORMAT.md and layoutTable in
+// layout_test.go. Every role of an instance runs the same build, so the
+// version exists only to make Attach refuse a file another build created;
+// it never needs to stay compatible.
 const (
 	// Magic is "LLMGOSHM" read as a little-endian uint64. Create stores it
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 2
+	LayoutVersion uint32 = 3
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -69,6 +75,8 @@ const (
 	MaxRingEntries    = 1 << 20
 	MaxTopRingEntries = 1 << 12
 	MaxFileSize       = 1 << 36 // 64 GiB
+	MinExtrasBytes    = 4096
+	MaxExtrasBytes    = 1 << 30
 )
 
 // Header is the first HeaderSize bytes of the file.
@@ -97,7 +105,9 @@ const (
 //	424    8    TopOff            launcher           all
 //	432    4    TopRingEntries    launcher           all (top-logprob entries per slot)
 //	436    4    TopEntrySize      launcher           all
-//	440    584  (reserved, zero)
+//	440    8    ExtrasOff         launcher           all
+//	448    4    ExtrasBytes       launcher           all (size of the extras pool)
+//	452    572  (reserved, zero)
 type Header struct {
 	Magic           atomic.Uint64
 	Version         atomic.Uint32
@@ -122,7 +132,9 @@ type Header struct {
 	TopOff          atomic.Uint64
 	TopRingEntries  atomic.Uint32
 	TopEntrySize    atomic.Uint32
-	_               [584]byte
+	ExtrasOff       atomic.Uint64
+	ExtrasBytes     atomic.Uint32
+	_               [572]byte
 }
 
 // Load holds the counters that the router, /token_load and /health read.
@@ -212,7 +224,9 @@ type RoleState struct {
 //	188    40   BannedTokenIDs[10]    apiserver                      infer (never sampled: LightLLM's logit_bias keys)
 //	228    4    DecayStart            apiserver                      infer (exponential_decay_length_penalty start)
 //	232    4    DecayFactor (f32)     apiserver                      infer (its factor; 0 or 1: off)
-//	236    20   (reserved, zero)
+//	236    4    ExtrasLen             apiserver                      infer, detokenizer (bytes of extras; 0: none)
+//	240    8    ExtrasOff             apiserver                      infer, detokenizer (offset in the extras pool)
+//	248    8    (reserved, zero)
 //	256    256  StopTokenIDs[64]      apiserver                      infer
 type Req struct {
 	StateGen          atomic.Uint64
@@ -258,7 +272,9 @@ type Req struct {
 	BannedTokenIDs    [MaxBannedTokenIDs]atomic.Int32
 	DecayStart        atomic.Uint32
 	DecayFactor       atomic.Uint32
-	_                 [20]byte
+	ExtrasLen         atomic.Uint32
+	ExtrasOff         atomic.Uint64
+	_                 [8]byte
 	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
 }
 
@@ -338,7 +354,13 @@ type Sizes struct {
 	// TopRingEntries is each slot's top-logprob ring length; 0 means
 	// DefaultTopRingEntries.
 	TopRingEntries uint32
+	// ExtrasBytes is the extras pool shared by all slots (a multiple of
+	// 64); 0 means DefaultExtrasBytes.
+	ExtrasBytes uint32
 }
+
+// DefaultExtrasBytes is the extras pool when Sizes leave it 0.
+const DefaultExtrasBytes = 4 << 20
 
 // withDefaults fills the derived ring size.
 func (s Sizes) withDefaults() Sizes {
@@ -351,6 +373,9 @@ func (s Sizes) withDefaults() Sizes {
 	}
 	if s.TopRingEntries == 0 {
 		s.TopRingEntries = DefaultTopRingEntries
+	}
+	if s.ExtrasBytes == 0 {
+		s.ExtrasBytes = DefaultExtrasBytes
 	}
 	return s
 }
@@ -369,6 +394,8 @@ func (s Sizes) Validate() error {
 		return fmt.Errorf("ring entries %d out of range [%d, %d]", s.RingEntries, MinRingEntries, MaxRingEntries)
 	case s.TopRingEntries == 0 || s.TopRingEntries > MaxTopRingEntries:
 		return fmt.Errorf("top-logprob ring entries %d out of range [1, %d]", s.TopRingEntries, MaxTopRingEntries)
+	case s.ExtrasBytes < MinExtrasBytes || s.ExtrasBytes > MaxExtrasBytes || s.ExtrasBytes%sectionAlign != 0:
+		return fmt.Errorf("extras pool bytes %d: want a multiple of %d in [%d, %d]", s.ExtrasBytes, sectionAlign, MinExtrasBytes, MaxExtrasBytes)
 	}
 	return nil
 }
@@ -384,7 +411,7 @@ func (s Sizes) PerSlotBytes() uint64 {
 // layout is where each section starts; computed from Sizes alone so that
 // attach can recompute it and compare with what the header claims.
 type layout struct {
-	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, FileSize uint64
+	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, ExtrasOff, FileSize uint64
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
@@ -399,7 +426,8 @@ func computeLayout(s Sizes) (layout, error) {
 	l.TextOff = alignUp(l.LogprobsOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
 	l.TopOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
 	l.RingOff = alignUp(l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize, sectionAlign)
-	l.FileSize = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, fileAlign)
+	l.ExtrasOff = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
+	l.FileSize = alignUp(l.ExtrasOff+uint64(s.ExtrasBytes), fileAlign)
 	if l.FileSize > MaxFileSize {
 		return l, fmt.Errorf("layout needs %d bytes, more than the %d limit", l.FileSize, uint64(MaxFileSize))
 	}

@@ -73,6 +73,10 @@ func TestLayoutOffsets(t *testing.T) {
 		{"Req.BannedTokenIDs", unsafe.Offsetof(q.BannedTokenIDs), 188},
 		{"Req.DecayStart", unsafe.Offsetof(q.DecayStart), 228},
 		{"Req.DecayFactor", unsafe.Offsetof(q.DecayFactor), 232},
+		{"Req.ExtrasLen", unsafe.Offsetof(q.ExtrasLen), 236},
+		{"Req.ExtrasOff", unsafe.Offsetof(q.ExtrasOff), 240},
+		{"Header.ExtrasOff", unsafe.Offsetof(h.ExtrasOff), 440},
+		{"Header.ExtrasBytes", unsafe.Offsetof(h.ExtrasBytes), 448},
 		{"Req.StateGen", unsafe.Offsetof(q.StateGen), 0},
 		{"Req.PromptLen", unsafe.Offsetof(q.PromptLen), 48},
 		{"Req.Abort", unsafe.Offsetof(q.Abort), 92},
@@ -192,9 +196,9 @@ func TestLayoutDocTables(t *testing.T) {
 
 func TestComputeLayout(t *testing.T) {
 	for name, s := range map[string]Sizes{
-		"tiny":    {Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1},
+		"tiny":    {Slots: 1, MaxReqTotalLen: 1, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1, ExtrasBytes: MinExtrasBytes},
 		"default": Sizes{Slots: 1000, MaxReqTotalLen: 16384}.withDefaults(),
-		"max":     {Slots: MaxSlots, MaxReqTotalLen: 1 << 14, TextQueueBytes: 4096, RingEntries: MaxRingEntries, TopRingEntries: 256},
+		"max":     {Slots: MaxSlots, MaxReqTotalLen: 1 << 14, TextQueueBytes: 4096, RingEntries: MaxRingEntries, TopRingEntries: 256, ExtrasBytes: MaxExtrasBytes},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(); err != nil {
@@ -204,7 +208,7 @@ func TestComputeLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.LogprobsOff, l.TextOff, l.TopOff, l.RingOff} {
+			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.LogprobsOff, l.TextOff, l.TopOff, l.RingOff, l.ExtrasOff} {
 				if off%sectionAlign != 0 {
 					t.Errorf("offset %d not %d-aligned", off, sectionAlign)
 				}
@@ -218,12 +222,13 @@ func TestComputeLayout(t *testing.T) {
 				l.TextOff < l.LogprobsOff+tok ||
 				l.TopOff < l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes) ||
 				l.RingOff < l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize ||
-				l.FileSize < l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize {
+				l.ExtrasOff < l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize ||
+				l.FileSize < l.ExtrasOff+uint64(s.ExtrasBytes) {
 				t.Errorf("sections overlap: %+v", l)
 			}
 		})
 	}
-	if _, err := computeLayout(Sizes{Slots: MaxSlots, MaxReqTotalLen: MaxReqTotalLenCap, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1}); err == nil {
+	if _, err := computeLayout(Sizes{Slots: MaxSlots, MaxReqTotalLen: MaxReqTotalLenCap, TextQueueBytes: 64, RingEntries: 4, TopRingEntries: 1, ExtrasBytes: MinExtrasBytes}); err == nil {
 		t.Error("a 1 TiB layout was accepted")
 	}
 }

@@ -3,6 +3,8 @@ package shm
 import (
 	"fmt"
 	"math"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // Log-probabilities travel from infer to the apiserver in two places:
@@ -18,11 +20,9 @@ import (
 //     yet. Keeping every token's top-20 for the whole context would cost
 //     slots × max_req_total_len × 160 bytes, far more than the ring.
 
-// TopLogprob is one alternative token and its log-probability.
-type TopLogprob struct {
-	ID      int32
-	Logprob float32
-}
+// TopLogprob is one alternative token and its log-probability (the
+// sampler's own type, so infer stores engine.Output.Top without a copy).
+type TopLogprob = sampler.Alt
 
 // SetOutputLogprob stores output token i's log-probability (infer). Like
 // SetOutput, it becomes visible to readers with the Publish that covers i.

@@ -17,7 +17,7 @@ func runningSlot(t *testing.T, r *Region, top uint32) (*Slot, uint32) {
 		t.Fatal(err)
 	}
 	q := sampleRequest()
-	q.Params.TopLogprobs = top
+	q.Params.TopLogprobs = int(top)
 	if err := s.Fill(gen, q); err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,9 @@ func (s *Slot) Validate() error {
 		return bad("%d banned ids", s.NumBannedTokenIDs.Load())
 	case s.TopLogprobs.Load() > MaxTopLogprobs:
 		return bad("%d top logprobs", s.TopLogprobs.Load())
+	case s.ExtrasLen.Load() > 0 && (s.ExtrasOff.Load()%extrasAlign != 0 ||
+		s.ExtrasOff.Load()+uint64(s.ExtrasLen.Load()) > uint64(len(s.region.extras.mem))):
+		return bad("extras at %d+%d in a %d-byte pool", s.ExtrasOff.Load(), s.ExtrasLen.Load(), len(s.region.extras.mem))
 	case s.FinishStatus.Load() >= uint32(numFinish):
 		return bad("finish status %d", s.FinishStatus.Load())
 	}
@@ -142,6 +145,7 @@ func (r *Region) RecoverSlots(epoch uint32) []Recovered {
 			// every role, and Allocated slots are invisible outside the
 			// apiserver that died.
 			if s.StateGen.CompareAndSwap(v, packStateGen(StateAllocated, gen)) {
+				s.dropExtras()
 				s.reset()
 				s.StateGen.Store(packStateGen(StateFree, gen+1))
 				out = append(out, Recovered{Slot: i, Gen: gen, State: st, Action: ActionReclaimed, Err: verr})

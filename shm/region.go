@@ -50,7 +50,9 @@ type Region struct {
 
 	// allocHint spreads concurrent Alloc calls over the table (process-local).
 	allocHint atomic.Uint32
-	closed    atomic.Bool
+	// extras is the extras pool and, in the apiserver, its allocator.
+	extras extrasPool
+	closed atomic.Bool
 }
 
 // CreateOptions configure Create.
@@ -135,6 +137,8 @@ func Create(opts CreateOptions) (*Region, error) {
 	h.TopOff.Store(lay.TopOff)
 	h.TopRingEntries.Store(sizes.TopRingEntries)
 	h.TopEntrySize.Store(TopEntrySize)
+	h.ExtrasOff.Store(lay.ExtrasOff)
+	h.ExtrasBytes.Store(sizes.ExtrasBytes)
 	h.CreatedUnixNano.Store(time.Now().UnixNano())
 	h.CreatorPid.Store(uint32(os.Getpid()))
 	h.Magic.Store(Magic) // publish: the header is complete
@@ -227,6 +231,7 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 		TextQueueBytes: h.TextQueueBytes.Load(),
 		RingEntries:    h.RingEntries.Load(),
 		TopRingEntries: h.TopRingEntries.Load(),
+		ExtrasBytes:    h.ExtrasBytes.Load(),
 	}
 	if err := s.Validate(); err != nil {
 		return s, layout{}, fmt.Errorf("%v: %w", err, ErrLayout)
@@ -237,7 +242,7 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 	}
 	if h.SlotsOff.Load() != lay.SlotsOff || h.TokensOff.Load() != lay.TokensOff ||
 		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff ||
-		h.LogprobsOff.Load() != lay.LogprobsOff || h.TopOff.Load() != lay.TopOff {
+		h.LogprobsOff.Load() != lay.LogprobsOff || h.TopOff.Load() != lay.TopOff || h.ExtrasOff.Load() != lay.ExtrasOff {
 		return s, lay, fmt.Errorf("section offsets disagree with the sizes: %w", ErrLayout)
 	}
 	if fs := h.FileSize.Load(); fs != lay.FileSize || fileSize != lay.FileSize {
@@ -272,6 +277,7 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	rh := (*RingHeader)(unsafe.Pointer(&mem[l.RingOff]))
 	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
 	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots}
+	r.extras.mem = mem[l.ExtrasOff : l.ExtrasOff+uint64(s.ExtrasBytes) : l.ExtrasOff+uint64(s.ExtrasBytes)]
 	return r
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // State is a slot's life stage, kept in the low 8 bits of Req.StateGen; the
@@ -79,42 +81,17 @@ const (
 	MarkStopSent
 )
 
-// Params are the sampling parameters stored in a slot (LightLLM's
-// SamplingParams, ranged as pkg/sampler.Params).
-type Params struct {
-	Temperature                float32
-	TopP                       float32
-	TopK                       int32 // -1: all
-	RepetitionPenalty          float32
-	PresencePenalty            float32
-	FrequencyPenalty           float32
-	Seed                       int64 // -1: random
-	MinNewTokens               uint32
-	MaxNewTokens               uint32
-	IgnoreEOS                  bool
-	DoSample                   bool
-	SkipSpecialTokens          bool
-	SpacesBetweenSpecialTokens bool
-	InputPenalty               bool
-	DisablePromptCache         bool    // neither reuse nor leave prompt-cache KV
-	StopTokenIDs               []int32 // at most MaxStopTokenIDs
-	BannedTokenIDs             []int32 // never sampled; at most MaxBannedTokenIDs
-	// DecayStart and DecayFactor are exponential_decay_length_penalty
-	// (sampler.Params); factor 0 (a slot written without it) or 1 is off.
-	DecayStart  uint32
-	DecayFactor float32
-	// TopLogprobs asks infer for that many most likely alternatives per
-	// output token (0..MaxTopLogprobs), read back with ReadTop.
-	TopLogprobs uint32
-}
-
 // Request is what the apiserver writes into a freshly allocated slot.
 type Request struct {
 	RequestID uint64
 	GroupID   uint64
 	Arrival   time.Time
-	Params    Params
-	Prompt    []int32
+	// Params are stored field by field (Seed must be concrete, >= 0, for
+	// a restarted infer to resume the same draws; -1 is kept as is).
+	Params sampler.Params
+	Prompt []int32
+	// Extras go to the region's extras pool (extras.go).
+	Extras Extras
 }
 
 // Slot is a handle on one request slot: the shared fields (embedded *Req,
@@ -196,25 +173,37 @@ func (r *Region) Alloc(ownerEpoch uint32) (*Slot, uint32, error) {
 
 // Fill writes a request into a slot that this apiserver holds in state
 // Allocated. Prompt plus MaxNewTokens must fit in MaxReqTotalLen: clamp
-// max_new_tokens before (LightLLM's _check_and_repair_length).
+// max_new_tokens before (LightLLM's _check_and_repair_length). Values the
+// slot cannot hold are ErrTooLong; extras that do not fit the pool's free
+// space now are ErrExtrasFull. A failed Fill leaves the slot to Release,
+// which frees whatever it stored.
 func (s *Slot) Fill(gen uint32, q Request) error {
 	if err := s.Check(gen, StateAllocated); err != nil {
 		return fmt.Errorf("fill: %w", err)
 	}
-	p := q.Params
+	p := &q.Params
 	capTok := uint64(len(s.tokens))
+	tooLong := func(format string, a ...any) error {
+		return fmt.Errorf("slot %d: %s: %w", s.Index, fmt.Sprintf(format, a...), ErrTooLong)
+	}
 	switch {
 	case len(q.Prompt) == 0:
-		return fmt.Errorf("slot %d: empty prompt: %w", s.Index, ErrTooLong)
-	case uint64(len(q.Prompt))+uint64(p.MaxNewTokens) > capTok:
-		return fmt.Errorf("slot %d: prompt %d + max_new_tokens %d > max_req_total_len %d: %w",
-			s.Index, len(q.Prompt), p.MaxNewTokens, capTok, ErrTooLong)
+		return tooLong("empty prompt")
+	case p.MaxNewTokens < 0 || uint64(len(q.Prompt))+uint64(p.MaxNewTokens) > capTok:
+		return tooLong("prompt %d + max_new_tokens %d > max_req_total_len %d", len(q.Prompt), p.MaxNewTokens, capTok)
+	case p.MinNewTokens < 0 || p.MinNewTokens > math.MaxInt32 || p.DecayStart < 0 || p.DecayStart > math.MaxInt32:
+		return tooLong("min_new_tokens %d or decay start %d out of range", p.MinNewTokens, p.DecayStart)
+	case p.TopK < math.MinInt32 || p.TopK > math.MaxInt32:
+		return tooLong("top_k %d out of range", p.TopK)
 	case len(p.StopTokenIDs) > MaxStopTokenIDs:
-		return fmt.Errorf("slot %d: %d stop token ids, at most %d: %w", s.Index, len(p.StopTokenIDs), MaxStopTokenIDs, ErrTooLong)
+		return tooLong("%d stop token ids, at most %d", len(p.StopTokenIDs), MaxStopTokenIDs)
 	case len(p.BannedTokenIDs) > MaxBannedTokenIDs:
-		return fmt.Errorf("slot %d: %d banned token ids, at most %d: %w", s.Index, len(p.BannedTokenIDs), MaxBannedTokenIDs, ErrTooLong)
-	case p.TopLogprobs > MaxTopLogprobs:
-		return fmt.Errorf("slot %d: %d top logprobs, at most %d: %w", s.Index, p.TopLogprobs, MaxTopLogprobs, ErrTooLong)
+		return tooLong("%d banned token ids, at most %d", len(p.BannedTokenIDs), MaxBannedTokenIDs)
+	case p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs:
+		return tooLong("%d top logprobs, at most %d", p.TopLogprobs, MaxTopLogprobs)
+	}
+	if err := s.putExtras(&q.Extras); err != nil {
+		return err
 	}
 	copy(s.tokens, q.Prompt)
 	s.RequestID.Store(q.RequestID)
@@ -222,21 +211,17 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 	s.ArrivalUnixNano.Store(q.Arrival.UnixNano())
 	s.Seed.Store(p.Seed)
 	s.PromptLen.Store(uint32(len(q.Prompt)))
-	s.MaxNewTokens.Store(p.MaxNewTokens)
-	s.MinNewTokens.Store(p.MinNewTokens)
-	s.TopK.Store(p.TopK)
+	s.MaxNewTokens.Store(uint32(p.MaxNewTokens))
+	s.MinNewTokens.Store(uint32(p.MinNewTokens))
+	s.TopK.Store(int32(p.TopK))
 	s.Temperature.Store(math.Float32bits(p.Temperature))
 	s.TopP.Store(math.Float32bits(p.TopP))
 	s.RepetitionPenalty.Store(math.Float32bits(p.RepetitionPenalty))
 	s.PresencePenalty.Store(math.Float32bits(p.PresencePenalty))
 	s.FrequencyPenalty.Store(math.Float32bits(p.FrequencyPenalty))
 	var f uint32
-	for _, b := range []struct {
-		on  bool
-		bit uint32
-	}{{p.IgnoreEOS, FlagIgnoreEOS}, {p.DoSample, FlagDoSample}, {p.SkipSpecialTokens, FlagSkipSpecialTokens},
-		{p.SpacesBetweenSpecialTokens, FlagSpacesBetweenSpecialTokens}, {p.InputPenalty, FlagInputPenalty}, {p.DisablePromptCache, FlagDisablePromptCache}} {
-		if b.on {
+	for _, b := range flagBits(p) {
+		if *b.on {
 			f |= b.bit
 		}
 	}
@@ -249,37 +234,47 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 		s.BannedTokenIDs[i].Store(id)
 	}
 	s.NumBannedTokenIDs.Store(uint32(len(p.BannedTokenIDs)))
-	s.DecayStart.Store(p.DecayStart)
+	s.DecayStart.Store(uint32(p.DecayStart))
 	s.DecayFactor.Store(math.Float32bits(p.DecayFactor))
-	s.TopLogprobs.Store(p.TopLogprobs)
+	s.TopLogprobs.Store(uint32(p.TopLogprobs))
 	return nil
 }
 
-// Params reads the sampling parameters back.
-func (s *Slot) Params() Params {
-	f := s.Flags.Load()
-	p := Params{
-		Temperature:                math.Float32frombits(s.Temperature.Load()),
-		TopP:                       math.Float32frombits(s.TopP.Load()),
-		TopK:                       s.TopK.Load(),
-		RepetitionPenalty:          math.Float32frombits(s.RepetitionPenalty.Load()),
-		PresencePenalty:            math.Float32frombits(s.PresencePenalty.Load()),
-		FrequencyPenalty:           math.Float32frombits(s.FrequencyPenalty.Load()),
-		Seed:                       s.Seed.Load(),
-		MinNewTokens:               s.MinNewTokens.Load(),
-		MaxNewTokens:               s.MaxNewTokens.Load(),
-		IgnoreEOS:                  f&FlagIgnoreEOS != 0,
-		DoSample:                   f&FlagDoSample != 0,
-		SkipSpecialTokens:          f&FlagSkipSpecialTokens != 0,
-		SpacesBetweenSpecialTokens: f&FlagSpacesBetweenSpecialTokens != 0,
-		InputPenalty:               f&FlagInputPenalty != 0,
-		DisablePromptCache:         f&FlagDisablePromptCache != 0,
-		TopLogprobs:                min(s.TopLogprobs.Load(), MaxTopLogprobs),
-		DecayStart:                 s.DecayStart.Load(),
-		DecayFactor:                math.Float32frombits(s.DecayFactor.Load()),
+// flagBits pairs each boolean parameter with its Req.Flags bit, for Fill
+// and Params alike.
+func flagBits(p *sampler.Params) []struct {
+	on  *bool
+	bit uint32
+} {
+	return []struct {
+		on  *bool
+		bit uint32
+	}{{&p.IgnoreEOS, FlagIgnoreEOS}, {&p.DoSample, FlagDoSample}, {&p.SkipSpecialTokens, FlagSkipSpecialTokens},
+		{&p.SpacesBetweenSpecialTokens, FlagSpacesBetweenSpecialTokens}, {&p.InputPenalty, FlagInputPenalty},
+		{&p.DisablePromptCache, FlagDisablePromptCache}}
+}
+
+// Params reads the parameters back, as Fill stored them.
+func (s *Slot) Params() sampler.Params {
+	p := sampler.Params{
+		Temperature:       math.Float32frombits(s.Temperature.Load()),
+		TopP:              math.Float32frombits(s.TopP.Load()),
+		TopK:              int(s.TopK.Load()),
+		RepetitionPenalty: math.Float32frombits(s.RepetitionPenalty.Load()),
+		PresencePenalty:   math.Float32frombits(s.PresencePenalty.Load()),
+		FrequencyPenalty:  math.Float32frombits(s.FrequencyPenalty.Load()),
+		Seed:              s.Seed.Load(),
+		MinNewTokens:      int(s.MinNewTokens.Load()),
+		MaxNewTokens:      int(s.MaxNewTokens.Load()),
+		TopLogprobs:       int(min(s.TopLogprobs.Load(), MaxTopLogprobs)),
+		DecayStart:        int(s.DecayStart.Load()),
+		DecayFactor:       math.Float32frombits(s.DecayFactor.Load()),
 	}
-	n := min(s.NumStopTokenIDs.Load(), MaxStopTokenIDs)
-	if n > 0 {
+	f := s.Flags.Load()
+	for _, b := range flagBits(&p) {
+		*b.on = f&b.bit != 0
+	}
+	if n := min(s.NumStopTokenIDs.Load(), MaxStopTokenIDs); n > 0 {
 		p.StopTokenIDs = make([]int32, n)
 		for i := range p.StopTokenIDs {
 			p.StopTokenIDs[i] = s.StopTokenIDs[i].Load()
@@ -399,6 +394,7 @@ func (s *Slot) Release(gen uint32) error {
 	default:
 		return fmt.Errorf("release slot %d in state %v: %w", s.Index, st, ErrState)
 	}
+	s.dropExtras()
 	s.reset()
 	s.StateGen.Store(packStateGen(StateFree, gen))
 	return nil
@@ -409,7 +405,7 @@ func (s *Slot) Release(gen uint32) error {
 // entry names the generation it belongs to.
 func (s *Slot) reset() {
 	q := s.Req
-	for _, f := range []interface{ Store(uint64) }{&q.RequestID, &q.GroupID, &q.TextHead, &q.TextTail} {
+	for _, f := range []interface{ Store(uint64) }{&q.RequestID, &q.GroupID, &q.TextHead, &q.TextTail, &q.ExtrasOff} {
 		f.Store(0)
 	}
 	q.ArrivalUnixNano.Store(0)
@@ -421,7 +417,7 @@ func (s *Slot) reset() {
 		&q.OutputLen, &q.KVLen, &q.CandetokenOutLen, &q.FinishStatus, &q.FinishTokenIndex, &q.InferReleased,
 		&q.InferEpoch, &q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
 		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused, &q.TopLogprobs, &q.TopRead,
-		&q.NumBannedTokenIDs, &q.DecayStart, &q.DecayFactor,
+		&q.NumBannedTokenIDs, &q.DecayStart, &q.DecayFactor, &q.ExtrasLen,
 	} {
 		f.Store(0)
 	}

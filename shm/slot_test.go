@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 func sampleRequest() Request {
 	return Request{
 		RequestID: 42, GroupID: 40, Arrival: time.Unix(0, 1700),
 		Prompt: []int32{1, 2, 3, 4, 5},
-		Params: Params{
+		Params: sampler.Params{
 			Temperature: 0.7, TopP: 0.9, TopK: 40, RepetitionPenalty: 1.1, PresencePenalty: 0.2,
 			FrequencyPenalty: 0.3, Seed: -1, MinNewTokens: 2, MaxNewTokens: 20, IgnoreEOS: true,
 			DoSample: true, SkipSpecialTokens: true, InputPenalty: true, StopTokenIDs: []int32{7, 9}, TopLogprobs: 5,

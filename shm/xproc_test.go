@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // Cross-process tests re-run this test binary as a child that attaches to
@@ -129,7 +131,7 @@ func childMain(mode string, r *Region, n int) int {
 		if err != nil {
 			return 6
 		}
-		s.Fill(gen, Request{RequestID: 1, Prompt: []int32{1, 2, 3}, Params: Params{MaxNewTokens: 4}})
+		s.Fill(gen, Request{RequestID: 1, Prompt: []int32{1, 2, 3}, Params: sampler.Params{MaxNewTokens: 4}})
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode", mode)

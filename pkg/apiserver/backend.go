@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // Backend is what the HTTP layer needs from the rest of the server: the role
@@ -82,49 +84,23 @@ func (g *Group) SeqSeed(i int) int64 {
 	return s
 }
 
-// SamplingParams are LightLLM's sampling parameters after validation.
+// SamplingParams are LightLLM's sampling parameters after validation:
+// sampler.Params, the one struct that travels to the sampler (see its
+// doc), plus what only the HTTP layer and the backend's translation need.
+// StopSequences become sampler.Params.StopTokenIDs (single ids) and stop
+// strings in the slot's extras when the backend submits the group.
 type SamplingParams struct {
-	DoSample          bool
-	Temperature       float64
-	TopP              float64
-	TopK              int // -1: all tokens
-	RepetitionPenalty float64
-	PresencePenalty   float64
-	FrequencyPenalty  float64
-	// InputPenalty counts prompt tokens for the penalties too.
-	InputPenalty bool
-	MaxNewTokens int // after the length rule, >= 1
-	MinNewTokens int // 1..MaxNewTokens
-	IgnoreEOS    bool
-	// Seed >= 0 makes sampling reproducible (see Group.SeqSeed); -1 is random.
-	Seed int64
+	sampler.Params
 	// StopSequences finish a sequence with reason "stop": a token id
 	// sequence is matched by infer, a string is matched on the decoded text
 	// by the detokenizer (LightLLM also matches its tokenization by id).
 	StopSequences []StopSequence
-	// Detokenizer options.
-	SkipSpecialTokens          bool
-	SpacesBetweenSpecialTokens bool
-	PrintEOSToken              bool
+	// PrintEOSToken keeps the EOS token's text in the output.
+	PrintEOSToken bool
 	// AddSpecialTokens is how the prompt was encoded (informational).
-	AddSpecialTokens   bool
-	DisablePromptCache bool
-	// ExponentialDecayLengthPenalty is (start, factor>=1) on the EOS logit;
-	// factor 1 disables it.
-	ExponentialDecayLengthPenalty DecayPenalty
-	// BannedTokenIDs are never sampled (LightLLM's logit_bias keys).
-	BannedTokenIDs []int32
+	AddSpecialTokens bool
 	// AllowedTokenIDs, when non-empty, are the only tokens sampled.
 	AllowedTokenIDs []int32
-	// TopLogprobs asks for that many most likely alternatives per token in
-	// Event.TopLogprobs (0: only the chosen token's logprob).
-	TopLogprobs int
-}
-
-// DecayPenalty is LightLLM's exponential_decay_length_penalty.
-type DecayPenalty struct {
-	Start  int
-	Factor float64
 }
 
 // StopSequence is either token ids or a string (with its tokenization, for

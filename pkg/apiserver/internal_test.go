@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -148,7 +149,7 @@ func TestSeqSeed(t *testing.T) {
 		want int64
 	}{{-1, 3, -1}, {0, 0, 0}, {10, 2, 12}, {1<<63 - 1, 1, 0}}
 	for _, tc := range cases {
-		g := Group{Params: SamplingParams{Seed: tc.seed}}
+		g := Group{Params: SamplingParams{Params: sampler.Params{Seed: tc.seed}}}
 		if got := g.SeqSeed(tc.i); got != tc.want || got < -1 {
 			t.Errorf("SeqSeed(seed=%d, %d) = %d, want %d", tc.seed, tc.i, got, tc.want)
 		}

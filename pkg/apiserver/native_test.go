@@ -9,6 +9,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/apiserver/fakebackend"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 type nativeResp struct {
@@ -239,10 +240,10 @@ func TestNativeParamsReachBackend(t *testing.T) {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	p := ts.be.Submitted()[0].Params
-	want := apiserver.SamplingParams{DoSample: true, Temperature: 0.7, TopP: 0.9, TopK: 40, RepetitionPenalty: 1.1,
+	want := apiserver.SamplingParams{PrintEOSToken: true, Params: sampler.Params{DoSample: true, Temperature: 0.7, TopP: 0.9, TopK: 40, RepetitionPenalty: 1.1,
 		PresencePenalty: 0.5, FrequencyPenalty: 0.25, InputPenalty: true, MaxNewTokens: 4, MinNewTokens: 2,
-		IgnoreEOS: true, Seed: 42, SkipSpecialTokens: true, PrintEOSToken: true, DisablePromptCache: true,
-		ExponentialDecayLengthPenalty: apiserver.DecayPenalty{Start: 3, Factor: 1.5}, TopLogprobs: 2}
+		IgnoreEOS: true, Seed: 42, SkipSpecialTokens: true, DisablePromptCache: true,
+		DecayStart: 3, DecayFactor: 1.5, TopLogprobs: 2}}
 	got := p
 	got.StopSequences, got.BannedTokenIDs, got.AllowedTokenIDs = nil, nil, nil
 	if !reflect.DeepEqual(got, want) {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // LightLLM's limits on sampling parameters (core/objs/sampling_params.py).
@@ -41,22 +43,22 @@ type GenerationDefaults struct {
 // the OpenAI endpoints' defaults: sampling on (temperature decides), special
 // tokens skipped in the output, as vLLM and OpenAI clients expect.
 func (s *Server) defaultParams(openAI bool) SamplingParams {
-	p := SamplingParams{
+	p := SamplingParams{AddSpecialTokens: true, Params: sampler.Params{
 		Temperature: 1, TopP: 1, TopK: -1, RepetitionPenalty: 1,
 		MaxNewTokens: defaultMaxNewTokens, MinNewTokens: 1, Seed: -1,
-		SpacesBetweenSpecialTokens: true, AddSpecialTokens: true,
-		SkipSpecialTokens:             openAI || s.opts.SkipSpecialTokens,
-		ExponentialDecayLengthPenalty: DecayPenalty{Start: 1, Factor: 1},
-		InputPenalty:                  s.opts.InputPenalty,
-		DoSample:                      openAI,
-	}
+		SpacesBetweenSpecialTokens: true,
+		SkipSpecialTokens:          openAI || s.opts.SkipSpecialTokens,
+		DecayStart:                 1, DecayFactor: 1, // exponential_decay_length_penalty off
+		InputPenalty: s.opts.InputPenalty,
+		DoSample:     openAI,
+	}}
 	d := s.opts.GenerationDefaults
 	if d.DoSample != nil && !openAI {
 		p.DoSample = *d.DoSample
 	}
-	setF := func(dst *float64, v *float64) {
+	setF := func(dst *float32, v *float64) {
 		if v != nil {
-			*dst = *v
+			*dst = float32(*v)
 		}
 	}
 	setF(&p.Temperature, d.Temperature)
@@ -82,13 +84,13 @@ func samplingFields(o *object, p *SamplingParams, openAI bool) {
 		if *v < 0 {
 			o.fail(invalidValue(o.name("temperature"), "'%s' must be >= 0, got %g", o.name("temperature"), *v))
 		}
-		p.Temperature = *v
+		p.Temperature = float32(*v)
 	}
 	if v := o.float("top_p"); v != nil {
 		if *v <= 0 || *v > 1 {
 			o.fail(invalidValue(o.name("top_p"), "'%s' must be in (0, 1], got %g", o.name("top_p"), *v))
 		}
-		p.TopP = *v
+		p.TopP = float32(*v)
 	}
 	if v := o.intIn("top_k", -1, math.MaxInt32); v != nil {
 		if *v == 0 {
@@ -100,7 +102,7 @@ func samplingFields(o *object, p *SamplingParams, openAI bool) {
 		if *v < 1 || *v > 1e6 {
 			o.fail(invalidValue(o.name("repetition_penalty"), "'%s' must be in [1, 1e6], got %g", o.name("repetition_penalty"), *v))
 		}
-		p.RepetitionPenalty = *v
+		p.RepetitionPenalty = float32(*v)
 	}
 	for _, k := range []string{"presence_penalty", "frequency_penalty"} {
 		v := o.float(k)
@@ -111,9 +113,9 @@ func samplingFields(o *object, p *SamplingParams, openAI bool) {
 			o.fail(invalidValue(o.name(k), "'%s' must be in [0, 1e6], got %g", o.name(k), *v))
 		}
 		if k == "presence_penalty" {
-			p.PresencePenalty = *v
+			p.PresencePenalty = float32(*v)
 		} else {
-			p.FrequencyPenalty = *v
+			p.FrequencyPenalty = float32(*v)
 		}
 	}
 	if v := o.boolean("ignore_eos"); v != nil {
@@ -348,7 +350,7 @@ func decayPenalty(o *object, k string, p *SamplingParams) {
 		o.fail(e)
 		return
 	}
-	p.ExponentialDecayLengthPenalty = DecayPenalty{Start: int(start), Factor: factor}
+	p.DecayStart, p.DecayFactor = int(start), float32(factor)
 }
 
 // normalize applies LightLLM's SamplingParams.init rules: no sampling, or a

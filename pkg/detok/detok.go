@@ -262,10 +262,14 @@ func (w *Worker) track(index int, gen uint32) {
 		return
 	}
 	d := &dslot{s: s, gen: gen, prompt: int(s.PromptLen.Load()), skipSpecial: s.Flags.Load()&shm.FlagSkipSpecialTokens != 0}
-	stops, err := pipeline.ReadStops(w.region.Dir(), index, gen)
+	x, err := s.ExtrasFor(gen)
 	if err != nil {
-		w.log.Warn().Err(err).Int("slot", index).Msg("stop strings unreadable; decoding without them")
+		// Torn extras: the slot cannot be decoded as asked (its stop
+		// strings would be ignored); wait for the apiserver's recovery.
+		w.log.Error().Err(err).Int("slot", index).Msg("slot extras unreadable: not decoded")
+		return
 	}
+	stops := x.StopStrings
 	d.stops = stops
 	for _, x := range stops {
 		d.maxStop = max(d.maxStop, len(x))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 	"github.com/lightllm-go/lightllm/shm"
 )
@@ -45,11 +45,8 @@ func running(t *testing.T, r *shm.Region, prompt []int32, maxNew uint32, stops .
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := shm.Params{MaxNewTokens: maxNew, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, SkipSpecialTokens: true}
-	if err := s.Fill(gen, shm.Request{Prompt: prompt, Params: p}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pipeline.WriteStops(r.Dir(), s.Index, gen, stops); err != nil {
+	p := sampler.Params{MaxNewTokens: int(maxNew), TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, SkipSpecialTokens: true}
+	if err := s.Fill(gen, shm.Request{Prompt: prompt, Params: p, Extras: shm.Extras{StopStrings: stops}}); err != nil {
 		t.Fatal(err)
 	}
 	s.Transition(gen, shm.StateAllocated, shm.StateQueued)

@@ -223,8 +223,9 @@ func (e *Engine) Add(r Request) error {
 		promptLen: len(r.Prompt),
 		maxNew:    min(r.Params.MaxNewTokens, e.opts.MaxReqTotalLen-len(r.Prompt)),
 		state:     StateWaiting,
-		noCache:   r.DisablePromptCache,
+		noCache:   r.Params.DisablePromptCache,
 		cacheLen:  -1,
+		newProc:   r.NewProcessor,
 	}
 	rs.params.StopTokenIDs = slices.Clone(r.Params.StopTokenIDs)
 	rs.params.BannedTokenIDs = slices.Clone(r.Params.BannedTokenIDs)
@@ -245,6 +246,9 @@ func (e *Engine) Add(r Request) error {
 		if why != NotFinished {
 			return fmt.Errorf("%w: request %d ended with token %d (%s)", ErrAlreadyFinished, r.ID, r.AlreadyGenerated[n-1], why)
 		}
+	}
+	if err := rs.buildProcessor(); err != nil {
+		return fmt.Errorf("%w %d: %v", ErrBadRequest, r.ID, err)
 	}
 	if r.Params.Seed >= 0 {
 		rs.seed = uint64(r.Params.Seed)

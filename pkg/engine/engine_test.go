@@ -607,7 +607,9 @@ func TestPromptCacheLenOnOutputs(t *testing.T) {
 			}
 			runAll(t, e)
 			for id, maxNew := range map[uint64]int{2: 1, 3: 4} {
-				if err := e.Add(engine.Request{ID: id, Prompt: p, Params: greedy(maxNew), DisablePromptCache: tc.noCache}); err != nil {
+				params := greedy(maxNew)
+				params.DisablePromptCache = tc.noCache
+				if err := e.Add(engine.Request{ID: id, Prompt: p, Params: params}); err != nil {
 					t.Fatal(err)
 				}
 				n := 0

@@ -25,9 +25,40 @@ type Request struct {
 	// the prompt; generation continues as if uninterrupted (max/min new tokens,
 	// penalties and the seeded draws all count them).
 	AlreadyGenerated []int32
-	Params           sampler.Params
-	// DisablePromptCache: this request neither reuses nor leaves cached KV.
-	DisablePromptCache bool
+	// Params.DisablePromptCache: this request neither reuses nor leaves
+	// cached KV.
+	Params sampler.Params
+	// NewProcessor, when set, builds the request's LogitsProcessor (a
+	// grammar, a logit-bias map: per-request state that shapes sampling).
+	// The engine calls it in Add and replays AlreadyGenerated through
+	// Accept; it drops the processor when the request is paused for lack
+	// of KV and builds a fresh one, replaying every generated token, when
+	// the request next samples. So a processor must be a function of its
+	// construction and the tokens it accepted, nothing else — which keeps
+	// the engine's invariant: same request, same tokens, whatever the
+	// batch, the KV pressure or a restart.
+	NewProcessor func() (LogitsProcessor, error)
+}
+
+// LogitsProcessor is a request's hook into sampling (see
+// Request.NewProcessor). For each sampled token the engine calls Process on
+// the token's logit row, then the sampler draws from the row (penalties,
+// banned ids, temperature, top-k/top-p/min-p all apply after Process),
+// then Accept with the token drawn. Replayed tokens (resume, eviction) get
+// Accept only. Calls for one request are sequential; processors of
+// different requests never share state.
+type LogitsProcessor interface {
+	// Process edits row, the vocabulary-sized logits of the request's
+	// next token as the model produced them, in place: -Inf bans a
+	// token (a grammar mask), adding to an entry biases it. A row left
+	// all -Inf makes the sampler return token 0 with logprob -Inf, so a
+	// processor that can end must leave an end token (EOS or a stop id)
+	// allowed. An error ends the request with FinishError.
+	Process(row []float32) error
+	// Accept advances the state past tok, the request's next token. An
+	// error ends the request with FinishError (the token is not
+	// emitted).
+	Accept(tok int32) error
 }
 
 // FinishReason says why a request ended.
@@ -38,6 +69,7 @@ const (
 	FinishLength              // max_new_tokens or the context length reached
 	FinishStop                // an EOS or stop token id was generated
 	FinishAbort               // Abort was called
+	FinishError               // the request's LogitsProcessor failed (Output.Err)
 )
 
 func (f FinishReason) String() string {
@@ -50,18 +82,29 @@ func (f FinishReason) String() string {
 		return "stop"
 	case FinishAbort:
 		return "abort"
+	case FinishError:
+		return "error"
 	}
 	return "unknown"
 }
 
 // Output is one event of a Step: a new token of request ID, and/or its end.
-// An aborted request gets one Output with Token -1 and Reason FinishAbort.
+// An aborted request gets one Output with Token -1 and Reason FinishAbort;
+// a failed one Token -1, Reason FinishError and Err.
 type Output struct {
 	ID       uint64
 	Token    int32
 	LogProb  float32
 	Finished bool
 	Reason   FinishReason
+	// Top are the Params.TopLogprobs most likely alternatives, best first,
+	// and Rank the chosen token's rank (1 = most likely), from the very
+	// row the token was drawn from (sampler.Params.Top); nil and 0 when
+	// not asked for. Top is the Output's own (not reused by the next Step).
+	Top  []sampler.Alt
+	Rank int
+	// Err says why a FinishError request failed.
+	Err error
 	// PromptCacheLen is the prompt tokens the request found in the prompt
 	// cache at its first admission (0 with the cache off). It rides on every
 	// token because a request that finishes in the step that admitted it is
@@ -122,6 +165,10 @@ type reqState struct {
 	// Engine.computed): a recompute keeps a cached prefix only as far as it
 	// is the very K/V the request had.
 	sig []uint64
+	// newProc builds proc, the request's logits processor; proc is nil
+	// until built and after a pause (processor.go).
+	newProc func() (LogitsProcessor, error)
+	proc    LogitsProcessor
 }
 
 func (r *reqState) generated() []int32 { return r.tokens[r.promptLen:] }

@@ -177,6 +177,7 @@ func (e *Engine) addSeq(r *reqState, n, rowsUsed int) int {
 func (e *Engine) pause(r *reqState) error {
 	e.running = removeReq(e.running, r)
 	err := e.freeKV(r)
+	r.proc = nil // rebuilt by replay when it samples again (processor.go)
 	r.state = StatePaused
 	r.evictions++
 	e.waiting = insertByArrival(e.waiting, r)
@@ -197,16 +198,31 @@ func (e *Engine) collect() error {
 		if !seq.WantLogits {
 			continue
 		}
+		row := e.logits[i]
+		if err := r.process(row); err != nil {
+			e.fail(r, err)
+			continue
+		}
 		in := sampler.Input{Params: &r.params, Seed: r.seed, Prompt: r.tokens[:r.promptLen],
 			Generated: r.generated(), EOS: e.cfg.EOS, SkipLogProb: e.opts.SkipLogProbs}
-		res, err := e.sampler.Sample(e.logits[i], &in)
+		res, err := e.sampler.Sample(row, &in)
 		if err != nil {
 			return fmt.Errorf("engine: request %d: %w", r.id, err)
 		}
+		if r.proc != nil {
+			if err := r.proc.Accept(res.Token); err != nil {
+				e.fail(r, fmt.Errorf("logits processor refused token %d it allowed: %w", res.Token, err))
+				continue
+			}
+		}
+		out := Output{ID: r.id, Token: res.Token, LogProb: res.LogProb, PromptCacheLen: max(r.cacheLen, 0)}
+		if n := r.params.TopLogprobs; n > 0 {
+			out.Top, out.Rank = r.params.Top(row, res.Token, res.LogProb, n, make([]sampler.Alt, 0, n))
+		}
 		r.tokens = append(r.tokens, res.Token)
 		why := r.finishReason(res.Token)
-		e.outs = append(e.outs, Output{ID: r.id, Token: res.Token, LogProb: res.LogProb,
-			Finished: why != NotFinished, Reason: why, PromptCacheLen: max(r.cacheLen, 0)})
+		out.Finished, out.Reason = why != NotFinished, why
+		e.outs = append(e.outs, out)
 		if why != NotFinished {
 			e.finished = append(e.finished, r)
 		}

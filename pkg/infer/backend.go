@@ -9,8 +9,6 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/model"
-	"github.com/lightllm-go/lightllm/pkg/sampler"
-	"github.com/lightllm-go/lightllm/shm"
 )
 
 // NewExecutor loads the configured backend and builds the engine over it,
@@ -55,8 +53,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	if len(cfg.EosID) > 0 {
 		fwd = eosOverride{Forwarder: fwd, eos: eosIDs(cfg.EosID)}
 	}
-	tap := &logitTap{Forwarder: fwd} // top logprobs: see logprobs.go
-	eng, err := engine.New(tap, engine.Options{
+	eng, err := engine.New(fwd, engine.Options{
 		MaxTotalTokens:     cfg.MaxTotalTokenNum,
 		BatchMaxTokens:     cfg.BatchMaxTokens,
 		ChunkedPrefillSize: cfg.ChunkedPrefillSize,
@@ -72,7 +69,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	mc := fwd.Config()
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")
-	return &tappedEngine{Engine: eng, tap: tap}, closeFn, nil
+	return eng, closeFn, nil
 }
 
 func eosIDs(ids []int) []int32 {
@@ -81,26 +78,4 @@ func eosIDs(ids []int) []int32 {
 		out[i] = int32(v)
 	}
 	return out
-}
-
-// samplerParams converts a slot's parameters to the engine's.
-func samplerParams(p shm.Params) sampler.Params {
-	return sampler.Params{
-		DoSample:          p.DoSample,
-		Temperature:       p.Temperature,
-		TopK:              int(p.TopK),
-		TopP:              p.TopP,
-		RepetitionPenalty: p.RepetitionPenalty,
-		PresencePenalty:   p.PresencePenalty,
-		FrequencyPenalty:  p.FrequencyPenalty,
-		InputPenalty:      p.InputPenalty,
-		Seed:              p.Seed,
-		MinNewTokens:      int(p.MinNewTokens),
-		MaxNewTokens:      int(p.MaxNewTokens),
-		IgnoreEOS:         p.IgnoreEOS,
-		StopTokenIDs:      p.StopTokenIDs,
-		BannedTokenIDs:    p.BannedTokenIDs,
-		DecayStart:        int(p.DecayStart),
-		DecayFactor:       p.DecayFactor,
-	}
 }

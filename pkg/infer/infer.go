@@ -110,7 +110,6 @@ type Worker struct {
 	api    *shm.RoleState
 
 	live map[uint64]*liveReq
-	lp   logprobState // top-logprob scratch (logprobs.go)
 
 	lastIter   atomic.Int64 // unix nanos when the loop last turned
 	ringDetok  bool
@@ -131,7 +130,9 @@ type liveReq struct {
 	// stopped: the detokenizer matched a stop string; the request ends as
 	// "stop" and tokens generated after the match are not written.
 	stopped bool
-	top     topReq // alternatives asked for (logprobs.go)
+	// topWaited is how long infer waited for the apiserver to copy
+	// top-logprob entries out (logprobs.go).
+	topWaited time.Duration
 }
 
 // engineID names a slot generation as an engine request id.
@@ -350,8 +351,10 @@ func (w *Worker) start(index int, gen uint32) {
 		end(shm.FinishError, "bad outputs", err)
 		return
 	}
-	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: samplerParams(s.Params()),
-		DisablePromptCache: s.Params().DisablePromptCache}
+	// Per-request sampling state (a grammar, a logit-bias map) is built
+	// here as req.NewProcessor from s.ExtrasFor(gen): the engine rebuilds
+	// it by replay after a restart or an eviction (docs/contracts.md).
+	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: s.Params()}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {
 			// The last published token already ended it (the previous infer
@@ -367,7 +370,7 @@ func (w *Worker) start(index int, gen uint32) {
 		return
 	}
 	s.InferEpoch.Store(w.epoch)
-	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs), top: newTopReq(req.Params, s.Params().TopLogprobs)}
+	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs)}
 	if len(outs) > 0 {
 		w.o.Log.Info().Int("slot", index).Int("resumed_tokens", len(outs)).Msg("request resumed")
 	}
@@ -414,8 +417,7 @@ func (w *Worker) step() error {
 // collect writes the tokens of one step into the slots, output token first,
 // candetoken_out_len last (Publish), and releases finished requests.
 func (w *Worker) collect(outs []engine.Output) {
-	rows := w.sampledRows(outs)
-	for k, o := range outs {
+	for _, o := range outs {
 		l := w.live[o.ID]
 		if l == nil {
 			continue
@@ -434,7 +436,7 @@ func (w *Worker) collect(outs []engine.Output) {
 				l.aborting = true
 				continue
 			}
-			w.writeLogprobs(l, o, rows, k)
+			w.writeLogprobs(l, o)
 			l.out++
 			if err := s.Publish(uint32(l.out), fin); err != nil {
 				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("publish")
@@ -443,6 +445,9 @@ func (w *Worker) collect(outs []engine.Output) {
 		}
 		if !o.Finished {
 			continue
+		}
+		if o.Err != nil {
+			w.o.Log.Error().Err(o.Err).Int("slot", s.Index).Msg("request failed")
 		}
 		status := finishStatus(o.Reason)
 		switch {
@@ -525,6 +530,8 @@ func finishStatus(r engine.FinishReason) shm.FinishStatus {
 		return shm.FinishLength
 	case engine.FinishAbort:
 		return shm.FinishAborted
+	case engine.FinishError:
+		return shm.FinishError
 	}
 	return shm.FinishNone
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -44,7 +45,7 @@ func newWorker(t *testing.T, r *shm.Region) *Worker {
 }
 
 // submit plays apiserver and router: a Running slot with a NEW command.
-func submit(t *testing.T, r *shm.Region, prompt []int32, p shm.Params) (*shm.Slot, uint32) {
+func submit(t *testing.T, r *shm.Region, prompt []int32, p sampler.Params) (*shm.Slot, uint32) {
 	t.Helper()
 	s, gen, err := r.Alloc(1)
 	if err != nil {
@@ -106,7 +107,7 @@ func TestWorkerRunsRequests(t *testing.T) {
 	prompts := [][]int32{{1, 5, 6}, {1, 9}, {1, 40, 41, 42}}
 	var slots []*shm.Slot
 	for i, p := range prompts {
-		s, _ := submit(t, r, p, shm.Params{MaxNewTokens: uint32(10 + i)})
+		s, _ := submit(t, r, p, sampler.Params{MaxNewTokens: 10 + i})
 		slots = append(slots, s)
 	}
 	runUntil(t, w, 100, func() bool { return w.Live() == 0 && r.Commands().Len() == 0 })
@@ -139,7 +140,7 @@ func TestWorkerResumesAfterRestart(t *testing.T) {
 	r := newRegion(t)
 	w1 := newWorker(t, r)
 	prompt := []int32{1, 3, 4}
-	s, _ := submit(t, r, prompt, shm.Params{MaxNewTokens: 20})
+	s, _ := submit(t, r, prompt, sampler.Params{MaxNewTokens: 20})
 	runUntil(t, w1, 50, func() bool { return s.CandetokenOutLen.Load() >= 7 })
 	// w1 "dies" here; its engine is dropped with the process.
 	w2 := newWorker(t, r)
@@ -178,7 +179,7 @@ func TestWorkerFlagsAndCommands(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRegion(t)
 			w := newWorker(t, r)
-			s, gen := submit(t, r, []int32{1, 8}, shm.Params{MaxNewTokens: 60})
+			s, gen := submit(t, r, []int32{1, 8}, sampler.Params{MaxNewTokens: 60})
 			runUntil(t, w, 20, func() bool { return s.CandetokenOutLen.Load() >= 2 })
 			c.act(r, s, gen)
 			published := s.CandetokenOutLen.Load()
@@ -202,7 +203,7 @@ func TestWorkerFlagsAndCommands(t *testing.T) {
 func TestWorkerIgnoresRepeatsAndStale(t *testing.T) {
 	r := newRegion(t)
 	w := newWorker(t, r)
-	s, gen := submit(t, r, []int32{1, 8}, shm.Params{MaxNewTokens: 5})
+	s, gen := submit(t, r, []int32{1, 8}, sampler.Params{MaxNewTokens: 5})
 	r.Commands().Push(shm.Command{Op: shm.OpNew, Slot: uint32(s.Index), Gen: gen})
 	r.Commands().Push(shm.Command{Op: shm.OpNew, Slot: uint32(s.Index), Gen: gen + 1})
 	if _, err := w.Iterate(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -61,58 +62,6 @@ func bruteTop(row []float32, invT float64) ([]int32, []float64) {
 	return ids, lps
 }
 
-func TestTopLogprobs(t *testing.T) {
-	row := make([]float32, 50)
-	waveRow(row, 7, 3)
-	negInf := float32(math.Inf(-1))
-	for _, c := range []struct {
-		name string
-		invT float32
-		n    int
-	}{{"greedy top 5", 1, 5}, {"temperature 0.5", 2, 20}, {"temperature 1.7 top 1", 1 / 1.7, 1}, {"none", 1, 0}} {
-		t.Run(c.name, func(t *testing.T) {
-			ids, lps := bruteTop(row, float64(c.invT))
-			for _, chosen := range []int32{ids[0], ids[3], ids[40]} {
-				alts, rank, lp := topLogprobs(row, c.invT, chosen, c.n, nil)
-				if len(alts) != c.n {
-					t.Fatalf("%d alternatives, want %d", len(alts), c.n)
-				}
-				for i, a := range alts {
-					if a.ID != ids[i] || math.Abs(float64(a.Logprob)-lps[a.ID]) > 1e-5 {
-						t.Errorf("alternative %d: %+v, want id %d logprob %v", i, a, ids[i], lps[ids[i]])
-					}
-				}
-				if want := slices.Index(ids, chosen) + 1; rank != want {
-					t.Errorf("rank of %d = %d, want %d", chosen, rank, want)
-				}
-				if math.Abs(lp-lps[chosen]) > 1e-6 {
-					t.Errorf("chosen logprob %v, want %v", lp, lps[chosen])
-				}
-			}
-		})
-	}
-	t.Run("masked and NaN", func(t *testing.T) {
-		r := []float32{negInf, 1, float32(math.NaN()), 1, negInf, 0}
-		alts, rank, lp := topLogprobs(r, 1, 3, 20, nil)
-		if len(alts) != 3 || alts[0].ID != 1 || alts[1].ID != 3 || alts[2].ID != 5 || rank != 1 {
-			t.Fatalf("alternatives %+v rank %d (ties keep id order, masked and NaN tokens are left out)", alts, rank)
-		}
-		if want := 1 - math.Log(2*math.E+1); math.Abs(lp-want) > 1e-6 {
-			t.Errorf("logprob %v, want %v", lp, want)
-		}
-		if _, _, lp := topLogprobs(r, 1, 0, 5, nil); !math.IsInf(lp, -1) {
-			t.Errorf("masked chosen token: logprob %v, want -Inf", lp)
-		}
-		all := []float32{negInf, negInf}
-		if alts, rank, lp := topLogprobs(all, 1, 0, 5, nil); len(alts) != 0 || rank != 0 || !math.IsInf(lp, -1) {
-			t.Errorf("all masked: %v %d %v", alts, rank, lp)
-		}
-		if alts, _, lp := topLogprobs(r, 1, 99, 5, nil); len(alts) != 0 || !math.IsInf(lp, -1) {
-			t.Errorf("chosen id out of range: %v %v", alts, lp)
-		}
-	})
-}
-
 // TestWorkerLogprobs runs requests with and without alternatives, greedy
 // and sampled, next to one that is aborted (so the step outputs carry
 // token-less entries too), and checks every published logprob, rank and
@@ -120,24 +69,23 @@ func TestTopLogprobs(t *testing.T) {
 func TestWorkerLogprobs(t *testing.T) {
 	const vocab = 48
 	r := newRegion(t)
-	tap := &logitTap{Forwarder: waveModel{vocab}}
-	eng, err := engine.New(tap, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
+	eng, err := engine.New(waveModel{vocab}, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWorker(r, &tappedEngine{Engine: eng, tap: tap}, WorkerOptions{MaxTotalTokens: 512, Log: zerolog.Nop()})
+	w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 512, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	type req struct {
 		prompt []int32
-		p      shm.Params
+		p      sampler.Params
 		invT   float64
 	}
-	greedy := func(n uint32, top uint32) shm.Params {
-		return shm.Params{MaxNewTokens: n, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: 3, TopLogprobs: top}
+	greedy := func(n int, top int) sampler.Params {
+		return sampler.Params{MaxNewTokens: n, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: 3, TopLogprobs: top}
 	}
-	sampled := shm.Params{MaxNewTokens: 12, TopK: -1, Temperature: 0.7, TopP: 1, RepetitionPenalty: 1, Seed: 11,
+	sampled := sampler.Params{MaxNewTokens: 12, TopK: -1, Temperature: 0.7, TopP: 1, RepetitionPenalty: 1, Seed: 11,
 		DoSample: true, TopLogprobs: 4}
 	reqs := []req{
 		{[]int32{1, 5, 6}, greedy(10, 5), 1},
@@ -164,7 +112,7 @@ func TestWorkerLogprobs(t *testing.T) {
 	for i, q := range reqs {
 		s, gen := slots[i], gens[i]
 		outs := outputs(t, s)
-		if i < 3 && len(outs) != int(q.p.MaxNewTokens) {
+		if i < 3 && len(outs) != q.p.MaxNewTokens {
 			t.Fatalf("request %d: %d outputs, want %d", i, len(outs), q.p.MaxNewTokens)
 		}
 		seq := append(slices.Clone(q.prompt), outs...)
@@ -181,7 +129,7 @@ func TestWorkerLogprobs(t *testing.T) {
 			if q.p.TopLogprobs == 0 {
 				continue
 			}
-			if !ok || len(alts) != int(q.p.TopLogprobs) {
+			if !ok || len(alts) != q.p.TopLogprobs {
 				t.Fatalf("request %d token %d: %d alternatives (ok %v), want %d", i, k, len(alts), ok, q.p.TopLogprobs)
 			}
 			if want := slices.Index(ids, tok) + 1; rank != want {
@@ -222,17 +170,16 @@ func TestWorkerTopRingFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.Destroy()
-		tap := &logitTap{Forwarder: waveModel{32}}
-		eng, err := engine.New(tap, engine.Options{MaxTotalTokens: 256, MaxReqTotalLen: 64})
+		eng, err := engine.New(waveModel{32}, engine.Options{MaxTotalTokens: 256, MaxReqTotalLen: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := NewWorker(r, &tappedEngine{Engine: eng, tap: tap}, WorkerOptions{MaxTotalTokens: 256, Log: zerolog.Nop()})
+		w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 256, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		const n = 10
-		s, gen := submit(t, r, []int32{1, 4}, shm.Params{MaxNewTokens: n, TopK: 1, Temperature: 1, TopP: 1,
+		s, gen := submit(t, r, []int32{1, 4}, sampler.Params{MaxNewTokens: n, TopK: 1, Temperature: 1, TopP: 1,
 			RepetitionPenalty: 1, Seed: 1, TopLogprobs: 2})
 		got := 0
 		var buf []shm.TopLogprob

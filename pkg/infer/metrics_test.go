@@ -10,7 +10,7 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
-	"github.com/lightllm-go/lightllm/shm"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
 // The step metrics carry the prompt-cache tokens the engine evicted for
@@ -51,7 +51,7 @@ func TestStepMetricsSendCacheEvictions(t *testing.T) {
 		for j := range 20 {
 			p = append(p, int32(3+(i*7+j*3)%50))
 		}
-		submit(t, r, p, shm.Params{MaxNewTokens: 8, IgnoreEOS: true})
+		submit(t, r, p, sampler.Params{MaxNewTokens: 8, IgnoreEOS: true})
 		runUntil(t, w, 200, func() bool { return w.Live() == 0 && r.Commands().Len() == 0 })
 	}
 	want := eng.Stats().CacheEvictedTokens

@@ -1,8 +1,7 @@
 // Package pipeline is the glue the request-path roles share: how the
 // instance's shared-memory region is sized and opened, a non-blocking
 // sender over pkg/ipc's PUSH pipe for the request-group messages
-// (apiserver → router → detokenizer), and the sidecar files that hold a
-// request's stop strings.
+// (apiserver → router → detokenizer).
 //
 // The ZeroMQ messages are a prompt wake-up, never the only copy of
 // anything: every role also finds its work in the shm slot table (a

@@ -3,9 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -92,44 +90,6 @@ func TestOpenRegion(t *testing.T) {
 	odd.ShmDir = filepath.Join(t.TempDir(), "elsewhere")
 	if _, err := OpenRegion(context.Background(), &odd, true); err == nil {
 		t.Error("created a region in a dir not named lightllm-<instance>")
-	}
-}
-
-func TestStops(t *testing.T) {
-	dir := t.TempDir()
-	if err := WriteStops(dir, 3, 7, nil); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := ReadStops(dir, 3, 7); s != nil || err != nil {
-		t.Errorf("no stops: %q, %v", s, err)
-	}
-	want := []string{"\n\n", "The end", "😀"}
-	if err := WriteStops(dir, 3, 7, want); err != nil {
-		t.Fatal(err)
-	}
-	WriteStops(dir, 4, 1, []string{"x"})
-	WriteStops(dir, 5, 2, []string{"y"})
-	os.WriteFile(filepath.Join(dir, "stop-6-1.json.tmp"), []byte("["), 0o600)
-	os.WriteFile(filepath.Join(dir, "state"), []byte("keep"), 0o600)
-	if got, err := ReadStops(dir, 3, 7); err != nil || !slices.Equal(got, want) {
-		t.Errorf("read %q, %v", got, err)
-	}
-	os.WriteFile(StopFile(dir, 9, 9), []byte("{bad"), 0o600)
-	if _, err := ReadStops(dir, 9, 9); err == nil {
-		t.Error("a corrupt stop file was read")
-	}
-	SweepStops(dir, func(i int, gen uint32) bool { return i == 3 && gen == 7 || i == 4 })
-	left, _ := filepath.Glob(filepath.Join(dir, "*"))
-	var names []string
-	for _, p := range left {
-		names = append(names, filepath.Base(p))
-	}
-	if !slices.Equal(names, []string{"state", "stop-3-7.json", "stop-4-1.json"}) {
-		t.Errorf("after sweep: %v", names)
-	}
-	RemoveStops(dir, 3, 7)
-	if got, _ := ReadStops(dir, 3, 7); got != nil {
-		t.Error("stop file not removed")
 	}
 }
 

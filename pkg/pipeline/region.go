@@ -20,6 +20,16 @@ const maxTokenBytes = 1 << 30
 // pieces arrive; a full queue only pauses that request's detokenization.
 const textQueueBytes = 8192
 
+// Extras pool bounds (shm.Sizes.ExtrasBytes): 16 KiB per slot on average,
+// at least 4 MiB so that a few 100 KB JSON schemas always fit, at most
+// 256 MiB. A request whose extras do not fit the free space now is refused
+// as overloaded (429), like a full slot table.
+const (
+	extrasPerSlot = 16 << 10
+	minExtras     = 4 << 20
+	maxExtras     = 256 << 20
+)
+
 // Sizes are the dimensions of an instance's region, derived from the
 // resolved configuration so that whichever role creates the region, every
 // role agrees on them. The slot table holds every request in flight
@@ -35,6 +45,7 @@ func Sizes(cfg *config.Config) shm.Sizes {
 	}
 	slots = min(max(slots, 1), shm.MaxSlots)
 	base.Slots = uint32(slots)
+	base.ExtrasBytes = uint32(min(max(slots*extrasPerSlot, minExtras), maxExtras))
 	return base
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -43,7 +44,7 @@ func queue(t *testing.T, r *shm.Region, group uint64, prompt int, maxNew uint32)
 		t.Fatal(err)
 	}
 	ids := make([]int32, prompt)
-	p := shm.Params{MaxNewTokens: maxNew, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1}
+	p := sampler.Params{MaxNewTokens: int(maxNew), TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1}
 	if err := s.Fill(gen, shm.Request{RequestID: group, GroupID: group, Arrival: time.Now(), Prompt: ids, Params: p}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,17 @@ import (
 // ErrInvalidParams is wrapped by every Validate error.
 var ErrInvalidParams = errors.New("invalid sampling parameters")
 
-// Params are one request's sampling parameters, named and ranged as
-// LightLLM's SamplingParams.
+// Params are one request's parameters, named and ranged as LightLLM's
+// SamplingParams. It is the one struct that travels from the HTTP layer
+// (pkg/apiserver embeds it) through the shm slot (shm.Slot.Fill and
+// Params encode it field by field) to the engine and this sampler, so
+// adding a parameter is: a field here with its range in Validate, its
+// parsing in pkg/apiserver, its slot field in shm (the round-trip test
+// fills every field here by reflection and fails until shm carries it),
+// and its use. A few fields are not sampling knobs but ride along for
+// the same reason (detokenizer and engine options, marked below).
+// Variable-size per-request data (stop strings, grammars, bias maps)
+// does not belong here: it travels in the slot's extras (shm.Extras).
 type Params struct {
 	// DoSample false means greedy decoding whatever the other knobs say.
 	DoSample bool
@@ -54,12 +63,27 @@ type Params struct {
 	// ending grows likelier the longer the output. Factor 0 or 1: off.
 	DecayStart  int
 	DecayFactor float32
+	// TopLogprobs asks for this many most likely alternatives per output
+	// token (engine.Output.Top), 0..MaxTopLogprobs.
+	TopLogprobs int
+
+	// Not sampling: carried with the parameters to the roles that use them.
+
+	// SkipSpecialTokens and SpacesBetweenSpecialTokens are the
+	// detokenizer's options.
+	SkipSpecialTokens          bool
+	SpacesBetweenSpecialTokens bool
+	// DisablePromptCache: the request neither reuses nor leaves prompt-cache KV (engine).
+	DisablePromptCache bool
 }
 
 // Limits on the id lists, as LightLLM's (LIGHTLLM_MAX_STOP_SEQUENCES and logit_bias).
 const (
 	MaxStopTokenIDs   = 64
 	MaxBannedTokenIDs = 1024
+	// MaxTopLogprobs is the most alternatives a token reports (OpenAI
+	// allows 5 for completions, 20 for chat).
+	MaxTopLogprobs = 20
 )
 
 // DefaultParams are LightLLM's defaults: greedy, no penalties, random seed.
@@ -114,6 +138,8 @@ func (p *Params) Validate(vocab int) error {
 		return bad("exponential decay start %d must be >= 0", p.DecayStart)
 	case !finite(p.DecayFactor) || (p.DecayFactor != 0 && p.DecayFactor < 1):
 		return bad("exponential decay factor %v must be >= 1 (0: off)", p.DecayFactor)
+	case p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs:
+		return bad("top_logprobs %d must be in [0, %d]", p.TopLogprobs, MaxTopLogprobs)
 	}
 	for _, list := range []struct {
 		name string

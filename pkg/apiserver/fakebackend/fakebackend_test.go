@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -32,8 +33,8 @@ func loadTok(t *testing.T) *tokenizer.Tokenizer {
 func TestGenerationSemantics(t *testing.T) {
 	tok := loadTok(t)
 	script := tok.Encode("ab cd", false)
-	greedy := apiserver.SamplingParams{TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: -1,
-		MaxNewTokens: 50, MinNewTokens: 1}
+	greedy := apiserver.SamplingParams{Params: sampler.Params{TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: -1,
+		MaxNewTokens: 50, MinNewTokens: 1}}
 	with := func(f func(p *apiserver.SamplingParams)) apiserver.SamplingParams {
 		p := greedy
 		f(&p)

@@ -28,6 +28,7 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -129,14 +130,6 @@ func (b *Backend) recover() {
 			b.adopted = append(b.adopted, []seqSlot{{slot: s, gen: r.Gen}})
 		}
 	}
-	pipeline.SweepStops(b.region.Dir(), func(i int, gen uint32) bool {
-		s, err := b.region.Slot(i)
-		if err != nil {
-			return false
-		}
-		st, g := s.Load()
-		return g == gen && st != shm.StateFree
-	})
 	if len(rec) > 0 {
 		b.log.Warn().Int("slots", len(rec)).Int("aborted", aborted).Uint32("epoch", b.epoch).
 			Msg("slots of a previous apiserver recovered")
@@ -237,8 +230,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	seqs := make([]seqSlot, 0, g.N)
 	fail := func(err error) (*apiserver.Stream, error) {
 		for _, q := range seqs {
-			pipeline.RemoveStops(b.region.Dir(), q.slot.Index, q.gen)
-			_ = q.slot.Release(q.gen)
+			_ = q.slot.Release(q.gen) // frees its extras too
 		}
 		return nil, err
 	}
@@ -256,14 +248,15 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			// A concrete seed, so that a restarted infer resumes the same draws.
 			p.Seed = rand.Int64N(math.MaxInt64)
 		}
-		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt}
+		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt,
+			Extras: shm.Extras{StopStrings: stops}}
 		if err := s.Fill(gen, req); err != nil {
-			if errors.Is(err, shm.ErrTooLong) {
+			switch {
+			case errors.Is(err, shm.ErrTooLong):
 				return fail(fmt.Errorf("%w: %v", apiserver.ErrInvalidRequest, err))
+			case errors.Is(err, shm.ErrExtrasFull):
+				return fail(fmt.Errorf("%w: %v", apiserver.ErrOverloaded, err))
 			}
-			return fail(err)
-		}
-		if err := pipeline.WriteStops(b.region.Dir(), s.Index, gen, stops); err != nil {
 			return fail(err)
 		}
 	}
@@ -286,29 +279,23 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 
 // slotParams maps the HTTP layer's parameters onto what a slot carries;
 // what it cannot carry is refused rather than ignored.
-func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string, error) {
+func (b *Backend) slotParams(p *apiserver.SamplingParams) (sampler.Params, []string, error) {
 	unsupported := func(what string) error {
 		return fmt.Errorf("%w: %s is not supported by this server", apiserver.ErrInvalidRequest, what)
 	}
 	switch {
 	case len(p.BannedTokenIDs) > shm.MaxBannedTokenIDs:
-		return shm.Params{}, nil, fmt.Errorf("%w: %d logit_bias ids, at most %d", apiserver.ErrInvalidRequest, len(p.BannedTokenIDs), shm.MaxBannedTokenIDs)
+		return sampler.Params{}, nil, fmt.Errorf("%w: %d logit_bias ids, at most %d", apiserver.ErrInvalidRequest, len(p.BannedTokenIDs), shm.MaxBannedTokenIDs)
 	case len(p.AllowedTokenIDs) > 0:
-		return shm.Params{}, nil, unsupported("allowed_token_ids")
+		return sampler.Params{}, nil, unsupported("allowed_token_ids")
 	case p.TopLogprobs > shm.MaxTopLogprobs:
-		return shm.Params{}, nil, fmt.Errorf("%w: %d top logprobs, at most %d", apiserver.ErrInvalidRequest, p.TopLogprobs, shm.MaxTopLogprobs)
+		return sampler.Params{}, nil, fmt.Errorf("%w: %d top logprobs, at most %d", apiserver.ErrInvalidRequest, p.TopLogprobs, shm.MaxTopLogprobs)
 	}
-	out := shm.Params{
-		Temperature: float32(p.Temperature), TopP: float32(p.TopP), TopK: int32(p.TopK),
-		RepetitionPenalty: float32(p.RepetitionPenalty), PresencePenalty: float32(p.PresencePenalty),
-		FrequencyPenalty: float32(p.FrequencyPenalty), MinNewTokens: uint32(p.MinNewTokens),
-		MaxNewTokens: uint32(p.MaxNewTokens), IgnoreEOS: p.IgnoreEOS, DoSample: p.DoSample,
-		SkipSpecialTokens: p.SkipSpecialTokens, SpacesBetweenSpecialTokens: p.SpacesBetweenSpecialTokens,
-		InputPenalty: p.InputPenalty, TopLogprobs: uint32(max(p.TopLogprobs, 0)),
-		DisablePromptCache: p.DisablePromptCache, BannedTokenIDs: slices.Clone(p.BannedTokenIDs),
-		DecayStart:  uint32(max(p.ExponentialDecayLengthPenalty.Start, 0)),
-		DecayFactor: float32(p.ExponentialDecayLengthPenalty.Factor),
-	}
+	out := p.Params
+	out.TopLogprobs = max(out.TopLogprobs, 0)
+	out.DecayStart = max(out.DecayStart, 0)
+	out.BannedTokenIDs = slices.Clone(p.BannedTokenIDs)
+	out.StopTokenIDs = nil
 	if p.TopK <= 0 {
 		out.TopK = -1
 	}
@@ -319,16 +306,16 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (shm.Params, []string,
 			stops = append(stops, s.Text)
 		case len(s.IDs) == 1:
 			if len(out.StopTokenIDs) >= shm.MaxStopTokenIDs {
-				return shm.Params{}, nil, fmt.Errorf("%w: more than %d stop token ids", apiserver.ErrInvalidRequest, shm.MaxStopTokenIDs)
+				return sampler.Params{}, nil, fmt.Errorf("%w: more than %d stop token ids", apiserver.ErrInvalidRequest, shm.MaxStopTokenIDs)
 			}
 			out.StopTokenIDs = append(out.StopTokenIDs, s.IDs[0])
 		case len(s.IDs) > 1:
 			if b.o.DecodeIDs == nil {
-				return shm.Params{}, nil, unsupported("a stop sequence of several token ids")
+				return sampler.Params{}, nil, unsupported("a stop sequence of several token ids")
 			}
 			text := b.o.DecodeIDs(s.IDs)
 			if text == "" {
-				return shm.Params{}, nil, fmt.Errorf("%w: stop sequence %v decodes to no text", apiserver.ErrInvalidRequest, s.IDs)
+				return sampler.Params{}, nil, fmt.Errorf("%w: stop sequence %v decodes to no text", apiserver.ErrInvalidRequest, s.IDs)
 			}
 			stops = append(stops, text)
 		}

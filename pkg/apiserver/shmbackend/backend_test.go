@@ -13,7 +13,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
-	"github.com/lightllm-go/lightllm/pkg/pipeline"
+	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -70,8 +70,8 @@ func (h *harness) recv() *ipc.NewGroup {
 }
 
 func greedy(maxNew int) apiserver.SamplingParams {
-	return apiserver.SamplingParams{Temperature: 1, TopP: 1, TopK: 1, RepetitionPenalty: 1, MaxNewTokens: maxNew,
-		MinNewTokens: 1, Seed: -1, ExponentialDecayLengthPenalty: apiserver.DecayPenalty{Start: 1, Factor: 1}}
+	return apiserver.SamplingParams{Params: sampler.Params{Temperature: 1, TopP: 1, TopK: 1, RepetitionPenalty: 1, MaxNewTokens: maxNew,
+		MinNewTokens: 1, Seed: -1, DecayStart: 1, DecayFactor: 1}}
 }
 
 func submit(t *testing.T, b *Backend, n int, p apiserver.SamplingParams) *apiserver.Stream {
@@ -98,7 +98,7 @@ func TestSubmitFillsSlots(t *testing.T) {
 	p := greedy(10)
 	p.StopSequences = []apiserver.StopSequence{{Text: "The end", IDs: []int32{9, 10}}, {IDs: []int32{7}}, {IDs: []int32{3, 4}}}
 	p.BannedTokenIDs = []int32{4, 2}
-	p.ExponentialDecayLengthPenalty = apiserver.DecayPenalty{Start: 3, Factor: 1.5}
+	p.DecayStart, p.DecayFactor = 3, 1.5
 	st := submit(t, b, 2, p)
 	g := h.recv()
 	if g.GroupID != st.ID || len(g.Slots) != 2 {
@@ -119,8 +119,8 @@ func TestSubmitFillsSlots(t *testing.T) {
 		if s.RequestID.Load() != st.ID+uint64(i) || s.GroupID.Load() != st.ID || s.OwnerEpoch.Load() != b.Epoch() {
 			t.Errorf("slot %d: ids %d/%d epoch %d", i, s.RequestID.Load(), s.GroupID.Load(), s.OwnerEpoch.Load())
 		}
-		stops, err := pipeline.ReadStops(h.region.Dir(), s.Index, ref.Gen)
-		if err != nil || !slices.Equal(stops, []string{"The end", "<decoded>"}) {
+		x, err := s.ExtrasFor(ref.Gen)
+		if stops := x.StopStrings; err != nil || !slices.Equal(stops, []string{"The end", "<decoded>"}) {
 			t.Errorf("slot %d: stop strings %q, %v", i, stops, err)
 		}
 		seeds = append(seeds, sp.Seed)
@@ -250,8 +250,8 @@ func TestEventsAndRelease(t *testing.T) {
 		t.Errorf("finish reason %q", evs[2].Reason)
 	}
 	waitFree(t, s)
-	if stops, _ := pipeline.ReadStops(h.region.Dir(), s.Index, ref.Gen); stops != nil {
-		t.Errorf("stop file left: %q", stops)
+	if s.ExtrasLen.Load() != 0 {
+		t.Errorf("released slot still names %d bytes of extras", s.ExtrasLen.Load())
 	}
 	if b.Active() != 0 {
 		t.Errorf("%d groups still active", b.Active())

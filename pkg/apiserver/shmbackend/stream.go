@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
-	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -191,7 +190,6 @@ func (b *Backend) reap(seqs []seqSlot, buf *[]byte) []seqSlot {
 		s := q.slot
 		st, gen := s.Load()
 		if gen != q.gen || st == shm.StateFree {
-			pipeline.RemoveStops(b.region.Dir(), s.Index, q.gen)
 			continue // freed already
 		}
 		for {
@@ -207,7 +205,6 @@ func (b *Backend) reap(seqs []seqSlot, buf *[]byte) []seqSlot {
 			if err := s.Release(q.gen); err != nil {
 				b.log.Warn().Err(err).Int("slot", s.Index).Msg("release")
 			}
-			pipeline.RemoveStops(b.region.Dir(), s.Index, q.gen)
 			continue
 		}
 		if (st == shm.StateQueued || st == shm.StateRunning) && s.DetokDone.Load() == 0 && s.Abort.Load() == 0 {

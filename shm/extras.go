@@ -1,0 +1,317 @@
+package shm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+)
+
+// Extras are a request's variable-size data: what does not fit the fixed
+// slot because it has no small bound (stop strings now; logit-bias maps,
+// grammars and tool schemas next). The apiserver writes them into the
+// region's extras pool while the slot is Allocated, before publishing it;
+// infer and the detokenizer read them from the slot (Slot.ExtrasFor) any
+// time while the slot is live, so a restarted reader finds them again; they
+// are freed with the slot (Release, or recovery of a dead apiserver's slot).
+//
+// On the wire (docs/FORMAT.md) extras are a sequence of sections, each
+//
+//	kind u16 | reserved u16 (0) | len u32 | payload[len] | zero padding to 4 bytes
+//
+// in increasing kind order, at most one per kind.
+//
+// Adding a kind (#18's grammar, #22's bias map) is done in this file only: a
+// field here, an ExtraKind constant, a case in encode and one in decode, and
+// a case in TestExtrasRoundTrip; the reader that needs it gets the field
+// from Slot.ExtrasFor. Infer turns the sections it acts on into an
+// engine.LogitsProcessor (pkg/infer).
+type Extras struct {
+	// StopStrings end the request when the decoded text contains one
+	// (detokenizer). Payload: count u32, then per string len u32 | bytes.
+	StopStrings []string
+}
+
+// ExtraKind names one section of Extras.
+type ExtraKind uint16
+
+const (
+	// ExtraStopStrings is Extras.StopStrings.
+	ExtraStopStrings ExtraKind = 1
+)
+
+// extrasAlign is the pool's allocation unit (and each section's offset alignment).
+const extrasAlign = 64
+
+// Empty reports whether there is nothing to store.
+func (x *Extras) Empty() bool { return len(x.StopStrings) == 0 }
+
+// encode returns the sections of x (nil when empty).
+func (x *Extras) encode() []byte {
+	var b []byte
+	section := func(k ExtraKind, payload []byte) {
+		b = binary.LittleEndian.AppendUint16(b, uint16(k))
+		b = binary.LittleEndian.AppendUint16(b, 0)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+		b = append(b, payload...)
+		for len(b)%4 != 0 {
+			b = append(b, 0)
+		}
+	}
+	if len(x.StopStrings) > 0 {
+		p := binary.LittleEndian.AppendUint32(nil, uint32(len(x.StopStrings)))
+		for _, s := range x.StopStrings {
+			p = binary.LittleEndian.AppendUint32(p, uint32(len(s)))
+			p = append(p, s...)
+		}
+		section(ExtraStopStrings, p)
+	}
+	return b
+}
+
+// decodeExtras parses sections; every byte is checked, so a torn or
+// scribbled pool is an ErrCorrupt error, never a panic or garbage.
+func decodeExtras(b []byte) (Extras, error) {
+	var x Extras
+	bad := func(format string, a ...any) (Extras, error) {
+		return Extras{}, fmt.Errorf("extras: %s: %w", fmt.Sprintf(format, a...), ErrCorrupt)
+	}
+	last := ExtraKind(0)
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return bad("%d trailing bytes", len(b))
+		}
+		k := ExtraKind(binary.LittleEndian.Uint16(b))
+		n := uint64(binary.LittleEndian.Uint32(b[4:]))
+		if k <= last {
+			return bad("section kind %d after %d", k, last)
+		}
+		last = k
+		if n > uint64(len(b)-8) {
+			return bad("section %d of %d bytes, %d left", k, n, len(b)-8)
+		}
+		payload := b[8 : 8+n]
+		b = b[min(uint64(len(b)), (8+n+3)/4*4):]
+		switch k {
+		case ExtraStopStrings:
+			if len(payload) < 4 {
+				return bad("stop strings: no count")
+			}
+			count := binary.LittleEndian.Uint32(payload)
+			payload = payload[4:]
+			if uint64(count) > uint64(len(payload))/4 {
+				return bad("stop strings: %d strings in %d bytes", count, len(payload))
+			}
+			x.StopStrings = make([]string, 0, count)
+			for range count {
+				if len(payload) < 4 {
+					return bad("stop strings: truncated")
+				}
+				sn := uint64(binary.LittleEndian.Uint32(payload))
+				if sn > uint64(len(payload)-4) {
+					return bad("stop string of %d bytes, %d left", sn, len(payload)-4)
+				}
+				x.StopStrings = append(x.StopStrings, string(payload[4:4+sn]))
+				payload = payload[4+sn:]
+			}
+			if len(payload) != 0 {
+				return bad("stop strings: %d bytes after the last string", len(payload))
+			}
+		default:
+			return bad("unknown section kind %d", k)
+		}
+	}
+	return x, nil
+}
+
+// validateExtras checks what the encoder cannot represent.
+func (x *Extras) validate() error {
+	for _, s := range x.StopStrings {
+		if s == "" || !utf8.ValidString(s) {
+			return fmt.Errorf("stop string %q: empty or not UTF-8", s)
+		}
+	}
+	return nil
+}
+
+// extrasPool is the region's extras section and, in the one apiserver
+// process that writes it, the allocator over it. The allocator lives in
+// that process's memory only: it is rebuilt from the slot table (every
+// non-free slot's ExtrasOff/ExtrasLen is in use) the first time the
+// process allocates or frees, so neither a crash nor a restart can leak
+// pool space: what no slot names is free.
+type extrasPool struct {
+	mem []byte
+
+	mu    sync.Mutex
+	built bool
+	free  []span // sorted by offset, coalesced
+}
+
+type span struct{ off, n uint64 }
+
+// roundExtras is n rounded up to the allocation unit.
+func roundExtras(n uint64) uint64 { return (n + extrasAlign - 1) / extrasAlign * extrasAlign }
+
+// buildLocked computes the free spans from the slot table.
+func (r *Region) buildExtrasLocked() {
+	p := &r.extras
+	if p.built {
+		return
+	}
+	p.built = true
+	p.free = []span{{0, uint64(len(p.mem))}}
+	for i := range r.slots {
+		s := &r.slots[i]
+		if st, _ := s.Load(); st == StateFree {
+			continue
+		}
+		if n := uint64(s.ExtrasLen.Load()); n > 0 {
+			p.take(s.ExtrasOff.Load(), roundExtras(n))
+		}
+	}
+}
+
+// take removes [off, off+n) from the free spans (what is not free is ignored).
+func (p *extrasPool) take(off, n uint64) {
+	end := off + n
+	var out []span
+	for _, f := range p.free {
+		fe := f.off + f.n
+		if fe <= off || f.off >= end {
+			out = append(out, f)
+			continue
+		}
+		if f.off < off {
+			out = append(out, span{f.off, off - f.off})
+		}
+		if fe > end {
+			out = append(out, span{end, fe - end})
+		}
+	}
+	p.free = out
+}
+
+// alloc returns the offset of n free bytes (n a multiple of the unit), first fit.
+func (p *extrasPool) alloc(n uint64) (uint64, bool) {
+	for i, f := range p.free {
+		if f.n < n {
+			continue
+		}
+		if f.n == n {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+		} else {
+			p.free[i] = span{f.off + n, f.n - n}
+		}
+		return f.off, true
+	}
+	return 0, false
+}
+
+// release returns [off, off+n) to the free spans, merging neighbours.
+func (p *extrasPool) release(off, n uint64) {
+	if n == 0 || off+n > uint64(len(p.mem)) {
+		return
+	}
+	i := 0
+	for i < len(p.free) && p.free[i].off < off {
+		i++
+	}
+	p.free = append(p.free, span{})
+	copy(p.free[i+1:], p.free[i:])
+	p.free[i] = span{off, n}
+	if i+1 < len(p.free) && p.free[i].off+p.free[i].n == p.free[i+1].off {
+		p.free[i].n += p.free[i+1].n
+		p.free = append(p.free[:i+1], p.free[i+2:]...)
+	}
+	if i > 0 && p.free[i-1].off+p.free[i-1].n == p.free[i].off {
+		p.free[i-1].n += p.free[i].n
+		p.free = append(p.free[:i], p.free[i+1:]...)
+	}
+}
+
+// putExtras stores x for a slot this process holds Allocated (Fill).
+func (s *Slot) putExtras(x *Extras) error {
+	if x.Empty() {
+		return nil
+	}
+	if err := x.validate(); err != nil {
+		return fmt.Errorf("slot %d: %v: %w", s.Index, err, ErrTooLong)
+	}
+	b := x.encode()
+	p := &s.region.extras
+	if uint64(len(b)) > uint64(len(p.mem)) {
+		return fmt.Errorf("slot %d: %d bytes of extras, the pool holds %d: %w", s.Index, len(b), len(p.mem), ErrTooLong)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.region.buildExtrasLocked()
+	if old := uint64(s.ExtrasLen.Load()); old > 0 { // a second Fill replaces the first
+		p.release(s.ExtrasOff.Load(), roundExtras(old))
+		s.ExtrasLen.Store(0)
+	}
+	off, ok := p.alloc(roundExtras(uint64(len(b))))
+	if !ok {
+		return fmt.Errorf("slot %d: %d bytes of extras: %w", s.Index, len(b), ErrExtrasFull)
+	}
+	copy(p.mem[off:], b)
+	s.ExtrasOff.Store(off)
+	s.ExtrasLen.Store(uint32(len(b))) // last: a non-zero length names written bytes
+	return nil
+}
+
+// dropExtras frees the slot's extras (Release, recovery); the caller holds
+// the slot (Allocated, about to be zeroed).
+func (s *Slot) dropExtras() {
+	n := uint64(s.ExtrasLen.Load())
+	if n == 0 {
+		return
+	}
+	p := &s.region.extras
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.region.buildExtrasLocked() // counts this slot as in use, then frees it
+	s.ExtrasLen.Store(0)
+	p.release(s.ExtrasOff.Load(), roundExtras(n))
+	s.ExtrasOff.Store(0)
+}
+
+// ExtrasFor decodes the extras of generation gen of the slot (any reader,
+// while the slot is live: Queued to Finished/Aborted). The result is a copy;
+// it fails with ErrStale if the slot was released meanwhile and ErrCorrupt
+// if the bytes do not parse.
+func (s *Slot) ExtrasFor(gen uint32) (Extras, error) {
+	if _, g := s.Load(); g != gen {
+		return Extras{}, fmt.Errorf("slot %d extras: generation %d, want %d: %w", s.Index, g, gen, ErrStale)
+	}
+	n, off := uint64(s.ExtrasLen.Load()), s.ExtrasOff.Load()
+	if n == 0 {
+		return Extras{}, nil
+	}
+	mem := s.region.extras.mem
+	if off%extrasAlign != 0 || off > uint64(len(mem)) || n > uint64(len(mem))-off {
+		return Extras{}, fmt.Errorf("slot %d: extras at %d+%d in a %d-byte pool: %w", s.Index, off, n, len(mem), ErrCorrupt)
+	}
+	x, err := decodeExtras(mem[off : off+n])
+	if err != nil {
+		return Extras{}, fmt.Errorf("slot %d: %w", s.Index, err)
+	}
+	if _, g := s.Load(); g != gen {
+		return Extras{}, fmt.Errorf("slot %d extras: released while read: %w", s.Index, ErrStale)
+	}
+	return x, nil
+}
+
+// extrasFree is the pool's free bytes as this process's allocator sees
+// them (the apiserver; tests check that nothing leaks).
+func (r *Region) extrasFree() uint64 {
+	p := &r.extras
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.buildExtrasLocked()
+	var n uint64
+	for _, f := range p.free {
+		n += f.n
+	}
+	return n
+}
