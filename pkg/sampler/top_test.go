@@ -85,4 +85,3 @@ func TestTopLogprobs(t *testing.T) {
 		}
 	})
 }
-
