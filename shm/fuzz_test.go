@@ -105,7 +105,7 @@ func exercise(r *Region) {
 			break
 		}
 	}
-	_, _ = q.Push(Command{Op: OpAbort, Slot: 0})
+	_, _ = q.Push(Command{Op: OpNew, Slot: 0})
 	for _, role := range []Role{RoleInfer, Role(200)} {
 		if rs, err := r.Role(role); err == nil {
 			rs.Bell().Ring()

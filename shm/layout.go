@@ -27,7 +27,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 3
+	LayoutVersion uint32 = 4
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -206,7 +206,7 @@ type RoleState struct {
 //	108    4    FinishStatus          infer; router if never run     all
 //	112    4    FinishTokenIndex      infer; router if never run     detokenizer, apiserver
 //	116    4    InferReleased         infer; router if never run     router, apiserver
-//	120    4    InferEpoch            infer                          router (re-queue after infer restart)
+//	120    4    (reserved, zero)
 //	124    4    PromptCacheLen        infer                          apiserver, metric
 //	128    4    StopMatched           detokenizer                    router, apiserver
 //	132    4    StopMatchedIndex      detokenizer                    apiserver
@@ -216,7 +216,7 @@ type RoleState struct {
 //	148    4    DetokDone             detokenizer                    apiserver (LightLLM can_released_mark)
 //	152    8    TextHead              apiserver (consumer)           detokenizer
 //	160    8    TextTail              detokenizer (producer)         apiserver
-//	168    4    RouterMarks           router                         router (resume: commands already sent)
+//	168    4    RouterMarks           router                         router (resume: NEW already sent)
 //	172    4    IsPaused              infer                          router
 //	176    4    TopLogprobs           apiserver                      infer (alternatives per token, 0..20)
 //	180    4    TopRead               apiserver                      infer (top entries copied out)
@@ -254,7 +254,7 @@ type Req struct {
 	FinishStatus      atomic.Uint32
 	FinishTokenIndex  atomic.Uint32
 	InferReleased     atomic.Uint32
-	InferEpoch        atomic.Uint32
+	_                 uint32
 	PromptCacheLen    atomic.Uint32
 	StopMatched       atomic.Uint32
 	StopMatchedIndex  atomic.Uint32
@@ -336,7 +336,7 @@ type RingHeader struct {
 //	8      4    Op    router infer
 //	12     4    Slot  router infer
 //	16     4    Gen   router infer (slot generation the command is for)
-//	20     4    Arg   router infer (Op-specific, e.g. stop-matched token index)
+//	20     4    Arg   router infer (Op-specific; 0 for NEW, the only op)
 type RingEntry struct {
 	Seq  atomic.Uint64
 	Op   atomic.Uint32

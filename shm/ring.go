@@ -10,14 +10,16 @@ import (
 // Op is a router→infer command.
 type Op uint32
 
+// There is no abort or stop command: ending a request early has one path,
+// the slot's Abort (apiserver) and StopMatched (detokenizer) flags, which
+// infer polls every iteration for the requests it runs and the router for
+// the ones it holds Queued (docs/locking.md).
 const (
-	OpNew         Op = iota + 1 // start the request in Slot (generation Gen)
-	OpAbort                     // abort it; infer frees its KV and marks it released
-	OpStopMatched               // the detokenizer matched a stop string at output index Arg: finish it
+	OpNew Op = iota + 1 // start the request in Slot (generation Gen); Arg is 0
 	numOps
 )
 
-var opNames = [numOps]string{"", "NEW", "ABORT", "STOP_MATCHED"}
+var opNames = [numOps]string{"", "NEW"}
 
 func (o Op) String() string {
 	if o > 0 && o < numOps {

@@ -17,7 +17,7 @@ func TestRingWraparound(t *testing.T) {
 	for lap := range 50 {
 		n := 1 + lap%q.Cap()
 		for i := range n {
-			c := Command{Op: Op(1 + i%3), Slot: uint32(i % 4), Gen: uint32(lap), Arg: uint32(i)}
+			c := Command{Op: OpNew, Slot: uint32(i % 4), Gen: uint32(lap), Arg: uint32(i)}
 			seq, err := q.Push(c)
 			if err != nil {
 				t.Fatalf("lap %d push %d: %v", lap, i, err)
@@ -34,7 +34,7 @@ func TestRingWraparound(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("lap %d pop %d: ok=%v err=%v", lap, i, ok, err)
 			}
-			want := Command{Seq: next, Op: Op(1 + i%3), Slot: uint32(i % 4), Gen: uint32(lap), Arg: uint32(i)}
+			want := Command{Seq: next, Op: OpNew, Slot: uint32(i % 4), Gen: uint32(lap), Arg: uint32(i)}
 			if c != want {
 				t.Fatalf("pop %+v, want %+v", c, want)
 			}
@@ -69,12 +69,12 @@ func TestRingFullAndBadCommands(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		q.Pop()
 	}()
-	if _, err := q.PushWait(ctx, Command{Op: OpAbort, Slot: 1}); err != nil {
+	if _, err := q.PushWait(ctx, Command{Op: OpNew, Slot: 1}); err != nil {
 		t.Fatalf("PushWait: %v", err)
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel2()
-	if _, err := q.PushWait(short, Command{Op: OpAbort, Slot: 1}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := q.PushWait(short, Command{Op: OpNew, Slot: 1}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("PushWait on a full ring: %v", err)
 	}
 }
@@ -90,10 +90,10 @@ func TestRingProducerRestart(t *testing.T) {
 	}
 	// Simulate the crash: Tail rolled back, plus a half-filled entry at 3.
 	q.hdr.Tail.Store(1)
-	q.entries[3].Op.Store(uint32(OpAbort))
+	q.entries[3].Op.Store(uint32(OpNew))
 	q.entries[3].Slot.Store(3)
 	restarted := &Ring{hdr: q.hdr, entries: q.entries, nslots: q.nslots}
-	if _, err := restarted.Push(Command{Op: OpStopMatched, Slot: 2, Arg: 9}); err != nil {
+	if _, err := restarted.Push(Command{Op: OpNew, Slot: 2, Arg: 9}); err != nil {
 		t.Fatal(err)
 	}
 	var got []Command
@@ -107,7 +107,7 @@ func TestRingProducerRestart(t *testing.T) {
 		}
 		got = append(got, c)
 	}
-	want := []Command{{0, OpNew, 0, 0, 0}, {1, OpNew, 1, 0, 0}, {2, OpNew, 2, 0, 0}, {3, OpStopMatched, 2, 0, 9}}
+	want := []Command{{0, OpNew, 0, 0, 0}, {1, OpNew, 1, 0, 0}, {2, OpNew, 2, 0, 0}, {3, OpNew, 2, 0, 9}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after producer restart got %v, want %v", got, want)
 	}

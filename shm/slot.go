@@ -77,8 +77,6 @@ const (
 // generation, so that a restarted router does not send them twice.
 const (
 	MarkNewSent uint32 = 1 << iota
-	MarkAbortSent
-	MarkStopSent
 )
 
 // Request is what the apiserver writes into a freshly allocated slot.
@@ -415,7 +413,7 @@ func (s *Slot) reset() {
 		&q.OwnerPid, &q.OwnerEpoch, &q.PromptLen, &q.MaxNewTokens, &q.MinNewTokens, &q.Temperature, &q.TopP,
 		&q.RepetitionPenalty, &q.PresencePenalty, &q.FrequencyPenalty, &q.Flags, &q.NumStopTokenIDs, &q.Abort,
 		&q.OutputLen, &q.KVLen, &q.CandetokenOutLen, &q.FinishStatus, &q.FinishTokenIndex, &q.InferReleased,
-		&q.InferEpoch, &q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
+		&q.PromptCacheLen, &q.StopMatched, &q.StopMatchedIndex, &q.PrefixOffset, &q.ReadOffset,
 		&q.EmittedOutLen, &q.DetokDone, &q.RouterMarks, &q.IsPaused, &q.TopLogprobs, &q.TopRead,
 		&q.NumBannedTokenIDs, &q.DecayStart, &q.DecayFactor, &q.ExtrasLen,
 	} {

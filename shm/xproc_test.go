@@ -178,7 +178,7 @@ func BenchmarkCrossProcessRoundTrip(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/roundtrip")
-	q.PushWait(ctx, Command{Op: OpAbort, Slot: 0, Arg: echoStop})
+	q.PushWait(ctx, Command{Op: OpNew, Slot: 0, Arg: echoStop})
 }
 
 // TestCrossProcessAtomics: increments from two processes on one shared

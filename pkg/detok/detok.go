@@ -345,6 +345,7 @@ func (w *Worker) decode(d *dslot) (pushed, done bool) {
 		if matched {
 			s.StopMatchedIndex.Store(uint32(k))
 			s.StopMatched.Store(1)
+			w.region.Commands().DataBell().Ring() // infer polls the flag; wake it if idle
 		}
 		s.PrefixOffset.Store(uint32(st.PrefixOffset))
 		s.ReadOffset.Store(uint32(st.ReadOffset))

@@ -125,7 +125,7 @@ type liveReq struct {
 	slot *shm.Slot
 	gen  uint32
 	out  int // output tokens written to the slot
-	// aborting: the engine was told to abort (ABORT command or the abort flag).
+	// aborting: the engine was told to abort (the slot's abort flag).
 	aborting bool
 	// stopped: the detokenizer matched a stop string; the request ends as
 	// "stop" and tokens generated after the match are not written.
@@ -270,26 +270,17 @@ func (w *Worker) commands() {
 			w.o.Log.Error().Err(err).Msg("bad command skipped")
 			continue
 		}
-		switch c.Op {
-		case shm.OpNew:
+		if c.Op == shm.OpNew {
 			w.start(int(c.Slot), c.Gen)
-		case shm.OpAbort:
-			if l := w.live[engineID(int(c.Slot), c.Gen)]; l != nil && !l.aborting {
-				l.aborting = true
-				w.ex.Abort(engineID(int(c.Slot), c.Gen))
-			}
-		case shm.OpStopMatched:
-			if l := w.live[engineID(int(c.Slot), c.Gen)]; l != nil && !l.stopped {
-				l.stopped = true
-				w.ex.Abort(engineID(int(c.Slot), c.Gen))
-			}
 		}
 	}
 }
 
-// flags polls the shm abort and stop-matched flags of the live requests, so
-// a command lost with a crashed router (or an infer that died after popping
-// it) still takes effect.
+// flags polls the shm abort (apiserver) and stop-matched (detokenizer)
+// flags of the live requests: the one way a running request ends early.
+// The flags live in the slot, so neither a crashed writer nor a restarted
+// infer can lose them; whoever sets one rings infer's doorbell (the
+// command ring's DataBell) so an idle infer looks at once.
 func (w *Worker) flags() {
 	for id, l := range w.live {
 		s := l.slot
@@ -369,7 +360,6 @@ func (w *Worker) start(index int, gen uint32) {
 		end(shm.FinishError, "request refused by the engine", err)
 		return
 	}
-	s.InferEpoch.Store(w.epoch)
 	w.live[id] = &liveReq{slot: s, gen: gen, out: len(outs)}
 	if len(outs) > 0 {
 		w.o.Log.Info().Int("slot", index).Int("resumed_tokens", len(outs)).Msg("request resumed")

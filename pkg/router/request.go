@@ -21,7 +21,6 @@ type Request struct {
 
 	state     reqState
 	groupSize int
-	abortSent bool
 	aborted   bool
 	// samples are past_future's sticky draws of this request's final output
 	// length, one per scenario (see pastfuture.go).

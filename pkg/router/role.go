@@ -106,8 +106,6 @@ type tracked struct {
 	// msg is the group message this request arrived in, forwarded to the
 	// detokenizer again when it restarts.
 	msg *ipc.NewGroup
-	// stopQueued: a STOP_MATCHED command is queued, not yet on the ring.
-	stopQueued bool
 }
 
 func requestID(index int, gen uint32) uint64 { return uint64(index)<<32 | uint64(gen) }
@@ -295,11 +293,6 @@ func (rr *role) step() error {
 	for _, r := range res.New {
 		rr.admit(rr.entries[r.ID])
 	}
-	for _, r := range res.Aborts {
-		if e := rr.entries[r.ID]; e != nil {
-			rr.command(shm.Command{Op: shm.OpAbort, Slot: uint32(e.slot.Index), Gen: e.gen}, shm.MarkAbortSent, e)
-		}
-	}
 	if err := rr.flush(); err != nil {
 		return err
 	}
@@ -365,10 +358,6 @@ func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
 	if s.IsPaused.Load() != 0 {
 		in.Paused = true
 		rr.paused++
-	}
-	if s.StopMatched.Load() != 0 && s.RouterMarks.Load()&shm.MarkStopSent == 0 && !e.stopQueued {
-		rr.command(shm.Command{Op: shm.OpStopMatched, Slot: uint32(s.Index), Gen: e.gen, Arg: s.StopMatchedIndex.Load()},
-			shm.MarkStopSent, e)
 	}
 	return nil, false
 }
@@ -496,9 +485,6 @@ type pendingCmd struct {
 // command again after its restart (infer ignores a repeat).
 func (rr *role) command(c shm.Command, mark uint32, e *tracked) {
 	rr.pendingCmds = append(rr.pendingCmds, pendingCmd{cmd: c, mark: mark, e: e})
-	if c.Op == shm.OpStopMatched {
-		e.stopQueued = true
-	}
 }
 
 // flush pushes queued commands in order until the ring is full.
@@ -603,7 +589,7 @@ func (rr *role) adopt(e *tracked) error {
 	r := e.req
 	r.OutputLen = min(int(e.slot.OutputLen.Load()), r.MaxNewTokens)
 	r.KVLen = int(e.slot.KVLen.Load())
-	if err := rr.sched.adoptRunning(r, marks&shm.MarkAbortSent != 0); err != nil {
+	if err := rr.sched.adoptRunning(r); err != nil {
 		return err
 	}
 	rr.entries[r.ID] = e
@@ -680,14 +666,13 @@ func cmpInt64(a, b int64) int {
 }
 
 // adoptRunning puts a request that is already running on infer (found in
-// the slot table by a restarted router) straight into the running set.
-// abortSent records that its ABORT command was already sent.
-func (s *Scheduler) adoptRunning(r *Request, abortSent bool) error {
+// the slot table by a restarted router) straight into the running set;
+// the next observe sees its abort flag, if set.
+func (s *Scheduler) adoptRunning(r *Request) error {
 	if err := s.checkNew(r, r.GroupKey(), nil); err != nil {
 		return err
 	}
 	r.state, r.groupSize = stateRunning, 1
-	r.aborted, r.abortSent = abortSent, abortSent
 	s.byID[r.ID] = r
 	s.running = append(s.running, r)
 	s.stats.Submitted++

@@ -42,9 +42,6 @@ type TokenLoad struct {
 type StepResult struct {
 	// New are the admitted requests in FIFO order: write NEW commands.
 	New []*Request
-	// Aborts are running requests aborted since the last step: write one
-	// ABORT command each; they stay running until infer releases them.
-	Aborts []*Request
 	// Dropped are waiting requests removed because they were aborted: the
 	// caller finishes them as aborted (they never reached infer).
 	Dropped []*Request
@@ -72,14 +69,13 @@ type Scheduler struct {
 	running []*Request // admission order, for LIFO eviction
 	byID    map[uint64]*Request
 
-	res          StepResult
-	view         View
-	dropped      []*Request
-	abortPending int
-	load         TokenLoad
-	loadAt       float64
-	loadDirty    bool
-	stats        Stats
+	res       StepResult
+	view      View
+	dropped   []*Request
+	load      TokenLoad
+	loadAt    float64
+	loadDirty bool
+	stats     Stats
 }
 
 // New returns a scheduler for cfg using policy p.
@@ -175,9 +171,10 @@ func (s *Scheduler) checkNew(r *Request, key uint64, before []*Request) error {
 }
 
 // Abort marks a request aborted. A queued request is dropped (reported in the
-// next StepResult.Dropped); a running one is reported once in
-// StepResult.Aborts and stays running until infer releases it. It returns
-// false for an unknown or already finished request.
+// next StepResult.Dropped); a running one stays running until infer, which
+// reads the same abort flag in the slot, releases it (its output then does
+// not feed the EMA). It returns false for an unknown or already finished
+// request.
 func (s *Scheduler) Abort(id uint64) bool {
 	r := s.byID[id]
 	if r == nil || r.aborted {
@@ -196,8 +193,6 @@ func (s *Scheduler) Abort(id uint64) bool {
 	case stateWaiting:
 		s.waiting.remove(r)
 		s.drop(r)
-	case stateRunning:
-		s.abortPending++
 	}
 	return true
 }
@@ -214,20 +209,11 @@ func (s *Scheduler) drop(r *Request) {
 // publish the token load.
 func (s *Scheduler) Step(in StepInput) *StepResult {
 	res := &s.res
-	res.New, res.Aborts = res.New[:0], res.Aborts[:0]
+	res.New = res.New[:0]
 	res.Dropped, s.dropped = append(res.Dropped[:0], s.dropped...), s.dropped[:0]
 
 	s.release(in.Finished)
 	s.receive()
-	if s.abortPending > 0 {
-		for _, r := range s.running {
-			if r.aborted && !r.abortSent {
-				r.abortSent = true
-				res.Aborts = append(res.Aborts, r)
-			}
-		}
-		s.abortPending = 0
-	}
 
 	// is_busy is evaluated once per step, as in generate_new_batch.
 	s.view = View{Config: &s.cfg, Running: s.running, UsedTokens: in.UsedTokens,
