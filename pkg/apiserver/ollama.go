@@ -131,13 +131,13 @@ func (s *Server) ollamaOptions(o *object, p *SamplingParams, path string) {
 		if *v < 0 {
 			o.fail(invalidValue(o.name("temperature"), "'%s' must be >= 0, got %g", o.name("temperature"), *v))
 		}
-		p.Temperature = *v
+		p.Temperature = float32(*v)
 	}
 	if v := o.float("top_p"); v != nil {
 		if *v <= 0 || *v > 1 {
 			o.fail(invalidValue(o.name("top_p"), "'%s' must be in (0, 1], got %g", o.name("top_p"), *v))
 		}
-		p.TopP = *v
+		p.TopP = float32(*v)
 	}
 	if v := o.intIn("top_k", math.MinInt32, math.MaxInt32); v != nil {
 		p.TopK = int(*v)
@@ -149,7 +149,7 @@ func (s *Server) ollamaOptions(o *object, p *SamplingParams, path string) {
 		if *v < 1 || *v > 1e6 {
 			o.fail(invalidValue(o.name("repeat_penalty"), "'%s' must be in [1, 1e6] here (values below 1 are not supported), got %g", o.name("repeat_penalty"), *v))
 		}
-		p.RepetitionPenalty = *v
+		p.RepetitionPenalty = float32(*v)
 	}
 	// Penalties count every generated token (LightLLM's rule): ollama's
 	// window of the last N tokens is honoured only as "all" (-1) or "none".
@@ -167,9 +167,9 @@ func (s *Server) ollamaOptions(o *object, p *SamplingParams, path string) {
 				o.fail(invalidValue(o.name(k), "'%s' must be in [0, 2], got %g", o.name(k), *v))
 			}
 			if k == "presence_penalty" {
-				p.PresencePenalty = *v
+				p.PresencePenalty = float32(*v)
 			} else {
-				p.FrequencyPenalty = *v
+				p.FrequencyPenalty = float32(*v)
 			}
 		}
 	}
