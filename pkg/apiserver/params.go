@@ -353,6 +353,14 @@ func decayPenalty(o *object, k string, p *SamplingParams) {
 	p.DecayStart, p.DecayFactor = int(start), float32(factor)
 }
 
+// shortest64 widens a float32 parameter for echoing it in a response as
+// the client wrote it (0.7, not 0.699999988079071): the shortest decimal
+// that reads back as the same float32.
+func shortest64(x float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return v
+}
+
 // normalize applies LightLLM's SamplingParams.init rules: no sampling, or a
 // temperature below 1e-5, is greedy (top_k 1, temperature 1, top_p 1).
 func normalize(p *SamplingParams) {

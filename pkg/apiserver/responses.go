@@ -110,7 +110,7 @@ func (s *Server) parseResponses(body []byte, path string) (*responsesRequest, *a
 	if e != nil {
 		return nil, e
 	}
-	req.temperature, req.topP = p.Temperature, p.TopP
+	req.temperature, req.topP = shortest64(p.Temperature), shortest64(p.TopP)
 	normalize(p)
 	if s.chat == nil {
 		return nil, badRequest(codeNoChatTemplate, "input", "%v", s.chatErr)
