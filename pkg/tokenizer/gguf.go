@@ -49,37 +49,42 @@ const (
 )
 
 // lookupGGUFPre maps tokenizer.ggml.pre to llama.cpp's regex list (each
-// applied to the pieces of the previous one); unknown names fall back to
-// llama.cpp's "default", as llama.cpp itself does.
-func lookupGGUFPre(name string) ggufPre {
+// applied to the pieces of the previous one). "" and "default" are
+// llama.cpp's default list; any other name this package does not implement
+// is reported (ok false) — llama.cpp refuses names it does not know, and a
+// name it knows but we do not would otherwise split text with the wrong
+// regex, silently.
+func lookupGGUFPre(name string) (pre ggufPre, ok bool) {
 	switch name {
 	case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2":
-		return ggufPre{regexes: []string{patLlama3}, ignoreMerges: true, addBOS: true}
+		return ggufPre{regexes: []string{patLlama3}, ignoreMerges: true, addBOS: true}, true
 	case "dbrx", "smaug-bpe", "glm4", "chatglm-bpe":
-		return ggufPre{regexes: []string{patLlama3}}
+		return ggufPre{regexes: []string{patLlama3}}, true
 	case "qwen2", "deepseek-r1-qwen", "kormo", "stablelm2", "megrez", "hunyuan", "grok-2":
-		return ggufPre{regexes: []string{patQwen2}}
+		return ggufPre{regexes: []string{patQwen2}}, true
 	case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
 		"jina-v1-en", "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais", "trillion", "granite-docling":
-		return ggufPre{regexes: []string{preGPT2NoTail}}
+		return ggufPre{regexes: []string{preGPT2NoTail}}, true
 	case "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b":
-		return ggufPre{regexes: []string{`\p{N}`, preGPT2NoTail}}
+		return ggufPre{regexes: []string{`\p{N}`, preGPT2NoTail}}, true
 	case "falcon":
-		return ggufPre{regexes: []string{"[\\p{P}\\$\\+<=>\\^~\\|`]+", preGPT2NoTail, `[0-9][0-9][0-9]`}}
+		return ggufPre{regexes: []string{"[\\p{P}\\$\\+<=>\\^~\\|`]+", preGPT2NoTail, `[0-9][0-9][0-9]`}}, true
 	case "deepseek-coder":
-		return ggufPre{regexes: []string{"[\r\n]", `\s?\p{L}+`, `\s?\p{P}+`, `[一-龥ࠀ-一가-퟿]+`, `\p{N}`}}
+		return ggufPre{regexes: []string{"[\r\n]", `\s?\p{L}+`, `\s?\p{P}+`, `[一-龥ࠀ-一가-퟿]+`, `\p{N}`}}, true
 	case "deepseek-v3", "hunyuan-dense":
-		return ggufPre{regexes: []string{`\p{N}{1,3}`, `[一-龥぀-ゟ゠-ヿ]+`, preDeepseek3}}
+		return ggufPre{regexes: []string{`\p{N}{1,3}`, `[一-龥぀-ゟ゠-ヿ]+`, preDeepseek3}}, true
 	case "tekken":
-		return ggufPre{regexes: []string{preTekken}, ignoreMerges: true, addBOS: true}
+		return ggufPre{regexes: []string{preTekken}, ignoreMerges: true, addBOS: true}, true
 	case "gpt-4o", "llama4", "minimax-m2":
-		return ggufPre{regexes: []string{preGPT4o}}
+		return ggufPre{regexes: []string{preGPT4o}}, true
 	case "poro-chat", "bloom", "gpt3-finnish":
-		return ggufPre{regexes: []string{` ?[^(\s|.,!?…。，、।۔،)]+`}}
+		return ggufPre{regexes: []string{` ?[^(\s|.,!?…。，、।۔،)]+`}}, true
 	case "viking":
-		return ggufPre{regexes: []string{` ?[^(\s|.,!?…。，、।۔،)]+`, `\p{N}`}}
+		return ggufPre{regexes: []string{` ?[^(\s|.,!?…。，、।۔،)]+`, `\p{N}`}}, true
+	case "", "default":
+		return ggufPre{regexes: []string{`[\p{P}\$\+<=>\^~\|]+`, preGPT2NoTail, `\p{N}+`, `[0-9][0-9][0-9]`}}, true
 	}
-	return ggufPre{regexes: []string{`[\p{P}\$\+<=>\^~\|]+`, preGPT2NoTail, `\p{N}+`, `[0-9][0-9][0-9]`}}
+	return ggufPre{}, false
 }
 
 // FromGGUF builds a tokenizer from a GGUF-embedded vocabulary. It encodes
@@ -144,7 +149,10 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 		}
 		t.dec = dec
 	case "gpt2":
-		pre := lookupGGUFPre(v.Pre)
+		pre, ok := lookupGGUFPre(v.Pre)
+		if !ok {
+			return nil, fmt.Errorf("%w: gguf pre-tokenizer %q (tokenizer.ggml.pre) is not implemented", ErrUnsupported, v.Pre)
+		}
 		var seq seqPreTokenizer
 		for _, re := range pre.regexes {
 			f, err := newRegexFinder(re)
@@ -258,7 +266,8 @@ func FromGGUFFile(f *gguf.File) (*Tokenizer, error) {
 		v.BOS, v.EOS, v.UNK = 1, 2, 0
 		v.AddBOS, v.AddSpacePrefix = true, true
 	case "gpt2":
-		v.AddBOS = lookupGGUFPre(v.Pre).addBOS
+		pre, _ := lookupGGUFPre(v.Pre) // an unknown name is refused by FromGGUF
+		v.AddBOS = pre.addBOS
 	}
 	for _, k := range []struct {
 		key string

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/lightllm-go/lightllm/pkg/gguf"
 )
 
 // vocabFromHF builds a GGUFVocab from a tokenizer.json: tokens by id,
@@ -102,6 +104,96 @@ func TestGGUFVocabMatchesReference(t *testing.T) {
 				}
 			}
 			t.Logf("%s as GGUF %s/%q: %d texts, %d mismatches", c.name, c.model, c.pre, checked, mismatches)
+		})
+	}
+}
+
+// TestGGUFFileGemma3GptOss: Gemma 3's and gpt-oss's vocabularies written
+// into GGUF files with the tokenizer.ggml.* keys llama.cpp's converter
+// writes for them (gemma3: SentencePiece "llama" without the space prefix;
+// gpt-oss: "gpt2" BPE with pre-tokenizer "gpt-4o") and read back through
+// FromGGUFFile encode the whole corpus to the Hugging Face reference ids.
+func TestGGUFFileGemma3GptOss(t *testing.T) {
+	root := filepath.Join(sharedDir(t), "fixtures", "tokenizers")
+	var corpus struct {
+		Texts []string `json:"texts"`
+	}
+	readJSON(t, filepath.Join(root, "corpus.json"), &corpus)
+	var ref map[string][][]int32
+	readJSON(t, filepath.Join(root, "reference_ids_gemma3_gptoss.json"), &ref)
+	for _, c := range []struct{ name, model, pre string }{{"gemma3", "llama", ""}, {"gptoss", "gpt2", "gpt-4o"}} {
+		t.Run(c.name, func(t *testing.T) {
+			v := vocabFromHF(t, filepath.Join(root, c.name, "tokenizer.json"), c.model, c.pre)
+			w := gguf.NewWriter()
+			w.Set("general.architecture", c.name)
+			w.Set("tokenizer.ggml.model", c.model)
+			if c.pre != "" {
+				w.Set("tokenizer.ggml.pre", c.pre)
+			}
+			w.Set("tokenizer.ggml.tokens", v.Tokens)
+			w.Set("tokenizer.ggml.token_type", v.Types)
+			if c.model == "llama" {
+				w.Set("tokenizer.ggml.scores", v.Scores)
+				w.Set("tokenizer.ggml.add_space_prefix", false)
+			} else {
+				w.Set("tokenizer.ggml.merges", v.Merges)
+			}
+			path := filepath.Join(t.TempDir(), c.name+".gguf")
+			if err := w.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tk, err := FromGGUFFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mismatches := 0
+			for i, text := range corpus.Texts {
+				if got := tk.Encode(text, false); !slices.Equal(got, ref[c.name][i]) {
+					mismatches++
+					if mismatches <= 3 {
+						t.Errorf("text %d %q:\n got %v\nwant %v", i, clip(text), got, ref[c.name][i])
+					}
+				}
+			}
+			if len(corpus.Texts) < 1000 || len(ref[c.name]) != len(corpus.Texts) {
+				t.Fatalf("%d texts, %d reference rows", len(corpus.Texts), len(ref[c.name]))
+			}
+			t.Logf("%s from GGUF: %d texts, %d mismatches", c.name, len(corpus.Texts), mismatches)
+		})
+	}
+}
+
+// TestHFGemma3GptOss: the same two vocabularies from tokenizer.json (with
+// their tokenizer_config.json) encode the corpus to the reference ids.
+func TestHFGemma3GptOss(t *testing.T) {
+	root := filepath.Join(sharedDir(t), "fixtures", "tokenizers")
+	var corpus struct {
+		Texts []string `json:"texts"`
+	}
+	readJSON(t, filepath.Join(root, "corpus.json"), &corpus)
+	var ref map[string][][]int32
+	readJSON(t, filepath.Join(root, "reference_ids_gemma3_gptoss.json"), &ref)
+	for _, name := range []string{"gemma3", "gptoss"} {
+		t.Run(name, func(t *testing.T) {
+			tk, err := LoadDir(filepath.Join(root, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mismatches := 0
+			for i, text := range corpus.Texts {
+				if got := tk.Encode(text, false); !slices.Equal(got, ref[name][i]) {
+					mismatches++
+					if mismatches <= 3 {
+						t.Errorf("text %d %q:\n got %v\nwant %v", i, clip(text), got, ref[name][i])
+					}
+				}
+			}
+			t.Logf("%s from tokenizer.json: %d texts, %d mismatches", name, len(corpus.Texts), mismatches)
 		})
 	}
 }

@@ -264,12 +264,27 @@ func TestDecoders(t *testing.T) {
 	}
 }
 
-// TestGGUFPreRegexesCompile compiles every pre-tokenizer llama.cpp names.
+// TestGGUFPreRegexesCompile compiles every pre-tokenizer we implement of
+// those llama.cpp names; a name we do not implement is refused, never
+// replaced by another regex list.
 func TestGGUFPreRegexesCompile(t *testing.T) {
 	names := []string{"llama-bpe", "dbrx", "qwen2", "gpt-2", "starcoder", "falcon", "deepseek-coder",
-		"deepseek-v3", "tekken", "gpt-4o", "bloom", "viking", "default", "no-such-pre"}
+		"deepseek-v3", "tekken", "gpt-4o", "bloom", "viking", "default", ""}
+	for _, bad := range []string{"no-such-pre", "superbpe", "kimi-k2"} {
+		if _, ok := lookupGGUFPre(bad); ok {
+			t.Errorf("pre-tokenizer %q accepted", bad)
+		}
+		v := GGUFVocab{Model: "gpt2", Pre: bad, Tokens: []string{"a", "b"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1}
+		if _, err := FromGGUF(v); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("FromGGUF with pre %q: %v, want an error naming it", bad, err)
+		}
+	}
 	for _, name := range names {
-		for _, re := range lookupGGUFPre(name).regexes {
+		pre, ok := lookupGGUFPre(name)
+		if !ok {
+			t.Errorf("%q refused", name)
+		}
+		for _, re := range pre.regexes {
 			f, err := newRegexFinder(re)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
