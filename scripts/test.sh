@@ -20,6 +20,13 @@ CGO_ENABLED=0 go build ./...
 step "go vet ./..."
 go vet ./...
 
+step "package boundaries"
+# The scheduler is pure logic shared by the router role and the simulator:
+# neither it nor the simulator may link ZeroMQ (or shm).
+for p in ./pkg/sched ./pkg/sim; do
+  if go list -deps "$p" | grep -E 'zmq4|lightllm/shm$|lightllm/pkg/ipc$'; then echo "$p links the above"; exit 1; fi
+done
+
 step "go test ./..."
 go test -count=1 -timeout 20m ./...
 

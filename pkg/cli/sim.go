@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lightllm-go/lightllm/pkg/router"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 	"github.com/lightllm-go/lightllm/pkg/sim"
 )
 
@@ -23,7 +23,7 @@ func newSimCmd() *cobra.Command {
 		asJSON              bool
 		maxNew              int
 		o                   = sim.DefaultOptions(120000)
-		pf                  router.PastFutureOptions
+		pf                  sched.PastFutureOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -47,7 +47,7 @@ oracle until the request's EOS step. --policy all compares every policy.`,
 			o.Seed, o.MaxNewTokens, o.PastFuture = seed, maxNew, pf
 			policies := []string{policy}
 			if policy == "all" {
-				policies = router.PolicyNames()
+				policies = sched.PolicyNames()
 			}
 			var results []*sim.Result
 			for _, p := range policies {
@@ -71,7 +71,7 @@ oracle until the request's EOS step. --policy all compares every policy.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&policy, "policy", router.PolicyPastFuture, "admission policy: "+strings.Join(router.PolicyNames(), ", ")+", or all")
+	f.StringVar(&policy, "policy", sched.PolicyPastFuture, "admission policy: "+strings.Join(sched.PolicyNames(), ", ")+", or all")
 	f.StringVar(&dist, "dist", "", "built-in distribution: "+strings.Join(sim.DistNames(), ", ")+" (default dist1)")
 	f.StringVar(&trace, "trace", "", "JSONL trace file of {input_len, output_len, arrival_s[, max_new_tokens]}")
 	f.IntVar(&requests, "requests", 3000, "number of requests for --dist; with --trace, keep only the first N (default: the whole trace)")
@@ -119,7 +119,7 @@ func simWorkload(dist, trace string, n int, seed uint64, rate float64) ([]sim.It
 func printSimTable(w io.Writer, results []*sim.Result) error {
 	var oracle int64
 	for _, r := range results {
-		if r.Policy == router.PolicyOracle {
+		if r.Policy == sched.PolicyOracle {
 			oracle = r.DecodeSteps
 		}
 	}

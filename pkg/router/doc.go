@@ -1,10 +1,9 @@
-// Package router is the scheduling core of the router role: the waiting queue,
-// the running set, and the admission policies that decide which waiting
-// requests start next (LightLLM's ChunkedPrefillQueue and its Past-Future rule).
-//
-// The package is pure, in-process logic. It never touches shared memory or
-// sockets: the router role copies infer's published progress (output length,
-// KV length, release) into the Request values and calls Scheduler.Step once per
-// loop; the simulator (pkg/sim) drives the very same Scheduler from a model of
-// step time. See docs/scheduling.md for every formula and the policy comparison.
+// Package router is the router role (cmd/router): it wires pkg/sched's
+// Scheduler to the rest of the server. Request groups arrive from the
+// apiserver over ZeroMQ and are forwarded to the detokenizer on receipt;
+// infer's progress (output and KV lengths, releases, pauses) and the abort
+// flags are read from the shm slots before every step; admissions go to
+// infer as NEW commands on the shm ring; the token load goes to the shm
+// load counters. Everything the router knows can be rebuilt from the slot
+// table, which is what a restarted router does.
 package router

@@ -15,16 +15,9 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 	"github.com/lightllm-go/lightllm/shm"
 )
-
-// The router role (cmd/router) wires the Scheduler to the rest of the
-// server: request groups arrive from the apiserver over ZeroMQ and are
-// forwarded to the detokenizer on receipt; infer's progress (output and KV
-// lengths, releases, pauses) is read from the shm slots before every step;
-// admissions and aborts go to infer as commands on the shm ring; the token
-// load goes to the shm load counters. Everything the router knows can be
-// rebuilt from the slot table, which is what a restarted router does.
 
 // Router role timing.
 const (
@@ -75,14 +68,14 @@ type role struct {
 	cfg    *config.Config
 	log    zerolog.Logger
 	region *shm.Region
-	sched  *Scheduler
+	sched  *sched.Scheduler
 	start  time.Time
 
 	intake chan *ipc.NewGroup
 	kick   chan struct{}
 	detok  *pipeline.Sender
 
-	entries     map[uint64]*tracked // by Request.ID (slot index<<32 | generation)
+	entries     map[uint64]*tracked // by sched.Request.ID (slot index<<32 | generation)
 	pendingCmds []pendingCmd        // commands waiting for ring room, in order
 	// unknownQueued remembers queued slots a reconcile scan found with no
 	// entry; the next scan adopts those still unknown.
@@ -101,7 +94,7 @@ type role struct {
 type tracked struct {
 	slot  *shm.Slot
 	gen   uint32
-	req   *Request
+	req   *sched.Request
 	group uint64 // shm GroupID
 	// msg is the group message this request arrived in, forwarded to the
 	// detokenizer again when it restarts.
@@ -111,21 +104,21 @@ type tracked struct {
 func requestID(index int, gen uint32) uint64 { return uint64(index)<<32 | uint64(gen) }
 
 func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role, error) {
-	if cfg.RouterPolicy == PolicyOracle {
+	if cfg.RouterPolicy == sched.PolicyOracle {
 		return nil, fmt.Errorf("--router_policy %s needs the true output lengths, which only `lightllm sim` knows; use one of %s, %s, %s, %s",
-			PolicyOracle, PolicyPastFuture, PolicyPastFutureEMA, PolicyConservative, PolicyAggressive)
+			sched.PolicyOracle, sched.PolicyPastFuture, sched.PolicyPastFutureEMA, sched.PolicyConservative, sched.PolicyAggressive)
 	}
-	pol, err := NewPolicy(cfg.RouterPolicy, PolicyOptions{Seed: uint64(time.Now().UnixNano())})
+	pol, err := sched.NewPolicy(cfg.RouterPolicy, sched.PolicyOptions{Seed: uint64(time.Now().UnixNano())})
 	if err != nil {
 		return nil, fmt.Errorf("--router_policy: %w", err)
 	}
-	rc := DefaultConfig(cfg.MaxTotalTokenNum)
+	rc := sched.DefaultConfig(cfg.MaxTotalTokenNum)
 	rc.RunningMaxReqSize = cfg.RunningMaxReqSize
 	rc.BatchMaxTokens = cfg.BatchMaxTokens
 	rc.ChunkedPrefillSize = cfg.ChunkedPrefillSize
 	rc.RouterMaxWaitTokens = cfg.RouterMaxWaitTokens
 	rc.RouterTokenRatio = cfg.RouterTokenRatio
-	sched, err := New(rc, pol)
+	sc, err := sched.New(rc, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +137,7 @@ func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role
 		return nil, err
 	}
 	rr := &role{
-		cfg: cfg, log: log, region: region, sched: sched, start: time.Now(),
+		cfg: cfg, log: log, region: region, sched: sc, start: time.Now(),
 		intake:        make(chan *ipc.NewGroup, 1024),
 		kick:          make(chan struct{}, 1),
 		entries:       map[uint64]*tracked{},
@@ -265,7 +258,7 @@ func (rr *role) step() error {
 	}
 	rr.checkDetokRestart()
 
-	in := StepInput{Now: time.Since(rr.start).Seconds()}
+	in := sched.StepInput{Now: time.Since(rr.start).Seconds()}
 	rr.paused = 0
 	var stale []*tracked
 	for _, e := range rr.entries {
@@ -277,7 +270,7 @@ func (rr *role) step() error {
 		}
 	}
 	for _, e := range stale {
-		rr.forget(e) // the slot was reused under us: nothing to finish
+		rr.forget(e, &in) // the slot was reused under us: nothing to finish
 	}
 	l := rr.region.Load()
 	if capTok := l.MaxTotalTokenNum.Load(); capTok > 0 {
@@ -320,7 +313,7 @@ func (rr *role) report(peak int) {
 	rr.mc.Gauge(metrics.BatchCurrentMaxTokens, float64(peak))
 	oldest := int64(0)
 	for _, e := range rr.entries {
-		if e.req.state != stateRunning {
+		if !e.req.Running() {
 			if a := e.slot.ArrivalUnixNano.Load(); oldest == 0 || a < oldest {
 				oldest = a
 			}
@@ -333,11 +326,11 @@ func (rr *role) report(peak int) {
 	rr.mc.Gauge(metrics.QueueOldestWaitSeconds, age)
 }
 
-// observe copies infer's published progress of e into its Request. It
+// observe copies infer's published progress of e into its sched.Request. It
 // returns the release of a request infer has finished, or gone when the slot
 // no longer holds e (reused, which cannot happen before a release this
 // router saw, unless shm was tampered with).
-func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
+func (rr *role) observe(e *tracked, in *sched.StepInput) (fin *sched.Finished, gone bool) {
 	s, r := e.slot, e.req
 	st, g := s.Load()
 	if g != e.gen || st == shm.StateFree || st == shm.StateAllocated {
@@ -346,11 +339,11 @@ func (rr *role) observe(e *tracked, in *StepInput) (fin *Finished, gone bool) {
 	if s.Abort.Load() != 0 && !r.Aborted() {
 		rr.sched.Abort(r.ID)
 	}
-	if r.state != stateRunning {
+	if !r.Running() {
 		return nil, false
 	}
 	if s.InferReleased.Load() != 0 {
-		return &Finished{ID: r.ID, OutputLen: int(s.CandetokenOutLen.Load()),
+		return &sched.Finished{ID: r.ID, OutputLen: int(s.CandetokenOutLen.Load()),
 			Aborted: shm.FinishStatus(s.FinishStatus.Load()) == shm.FinishAborted || r.Aborted()}, false
 	}
 	r.OutputLen = min(int(s.OutputLen.Load()), r.MaxNewTokens)
@@ -403,7 +396,7 @@ func (rr *role) entryFor(index int, gen uint32, want shm.State) (*tracked, error
 		}
 		return nil, err
 	}
-	return &tracked{slot: s, gen: gen, group: s.GroupID.Load(), req: &Request{
+	return &tracked{slot: s, gen: gen, group: s.GroupID.Load(), req: &sched.Request{
 		ID: requestID(index, gen), Group: s.GroupID.Load(), InputLen: int(s.PromptLen.Load()),
 		MaxNewTokens: int(s.MaxNewTokens.Load()), IgnoreEOS: s.Flags.Load()&shm.FlagIgnoreEOS != 0,
 	}}, nil
@@ -415,7 +408,7 @@ func (rr *role) submit(group []*tracked) {
 	if len(group) == 0 {
 		return
 	}
-	reqs := make([]*Request, len(group))
+	reqs := make([]*sched.Request, len(group))
 	for i, e := range group {
 		reqs[i] = e.req
 	}
@@ -462,11 +455,12 @@ func (rr *role) drop(e *tracked, why string) {
 	rr.ringDetok()
 }
 
-// forget removes an entry whose slot was reused behind the router's back.
-func (rr *role) forget(e *tracked) {
+// forget removes an entry whose slot was reused behind the router's back:
+// a running one is released as aborted in this step.
+func (rr *role) forget(e *tracked, in *sched.StepInput) {
 	delete(rr.entries, e.req.ID)
-	if e.req.state == stateRunning {
-		rr.sched.release([]Finished{{ID: e.req.ID, OutputLen: e.req.OutputLen, Aborted: true}})
+	if e.req.Running() {
+		in.Finished = append(in.Finished, sched.Finished{ID: e.req.ID, OutputLen: e.req.OutputLen, Aborted: true})
 	} else {
 		rr.sched.Abort(e.req.ID)
 	}
@@ -589,7 +583,7 @@ func (rr *role) adopt(e *tracked) error {
 	r := e.req
 	r.OutputLen = min(int(e.slot.OutputLen.Load()), r.MaxNewTokens)
 	r.KVLen = int(e.slot.KVLen.Load())
-	if err := rr.sched.adoptRunning(r); err != nil {
+	if err := rr.sched.AdoptRunning(r); err != nil {
 		return err
 	}
 	rr.entries[r.ID] = e
@@ -663,20 +657,4 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// adoptRunning puts a request that is already running on infer (found in
-// the slot table by a restarted router) straight into the running set;
-// the next observe sees its abort flag, if set.
-func (s *Scheduler) adoptRunning(r *Request) error {
-	if err := s.checkNew(r, r.GroupKey(), nil); err != nil {
-		return err
-	}
-	r.state, r.groupSize = stateRunning, 1
-	s.byID[r.ID] = r
-	s.running = append(s.running, r)
-	s.stats.Submitted++
-	s.stats.Admitted++
-	s.loadDirty = true
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -86,7 +87,7 @@ func step(t *testing.T, rr *role) {
 }
 
 func TestRoleAdmitsAndReleases(t *testing.T) {
-	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	rr := newTestRole(t, roleConfig(t, sched.PolicyPastFuture))
 	r := rr.region
 	s, gen := queue(t, r, 8, 10, 16)
 	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
@@ -124,7 +125,7 @@ func TestRoleAdmitsAndReleases(t *testing.T) {
 // TestRoleRecover: a restarted router rebuilds its queues from the slot
 // table and never admits a request twice.
 func TestRoleRecover(t *testing.T) {
-	cfg := roleConfig(t, PolicyPastFuture)
+	cfg := roleConfig(t, sched.PolicyPastFuture)
 	first := newTestRole(t, cfg)
 	r := first.region
 	queued, qgen := queue(t, r, 8, 10, 16)
@@ -165,7 +166,7 @@ func TestRoleRecover(t *testing.T) {
 }
 
 func TestRoleAborts(t *testing.T) {
-	rr := newTestRole(t, roleConfig(t, PolicyConservative))
+	rr := newTestRole(t, roleConfig(t, sched.PolicyConservative))
 	r := rr.region
 	run, rgen := queue(t, r, 8, 10, 16)
 	rr.onGroup(msg(8, [2]uint32{uint32(run.Index), rgen}))
@@ -191,7 +192,7 @@ func TestRoleAborts(t *testing.T) {
 }
 
 func TestRoleStopMatched(t *testing.T) {
-	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	rr := newTestRole(t, roleConfig(t, sched.PolicyPastFuture))
 	r := rr.region
 	s, gen := queue(t, r, 8, 10, 16)
 	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
@@ -214,7 +215,7 @@ func TestRoleStopMatched(t *testing.T) {
 // TestRoleReconcile: a queued slot whose message was lost is adopted from
 // the slot table on the second scan that finds it.
 func TestRoleReconcile(t *testing.T) {
-	rr := newTestRole(t, roleConfig(t, PolicyPastFuture))
+	rr := newTestRole(t, roleConfig(t, sched.PolicyPastFuture))
 	r := rr.region
 	s, gen := queue(t, r, 8, 10, 16)
 	rr.reconcile()
@@ -230,7 +231,7 @@ func TestRoleReconcile(t *testing.T) {
 
 // TestRoleGroups: the members of one group are admitted together.
 func TestRoleGroups(t *testing.T) {
-	cfg := roleConfig(t, PolicyConservative)
+	cfg := roleConfig(t, sched.PolicyConservative)
 	cfg.RunningMaxReqSize = 3
 	rr := newTestRole(t, cfg)
 	r := rr.region
@@ -249,12 +250,12 @@ func TestRoleGroups(t *testing.T) {
 }
 
 func TestRoleRejectsOracle(t *testing.T) {
-	_, err := newRole(context.Background(), roleConfig(t, PolicyOracle), zerolog.Nop())
+	_, err := newRole(context.Background(), roleConfig(t, sched.PolicyOracle), zerolog.Nop())
 	if err == nil {
 		t.Fatal("the oracle policy was accepted by the router role")
 	}
 	_, err = newRole(context.Background(), roleConfig(t, "fifo"), zerolog.Nop())
-	if !errors.Is(err, ErrUnknownPolicy) {
+	if !errors.Is(err, sched.ErrUnknownPolicy) {
 		t.Errorf("unknown policy: %v", err)
 	}
 }

@@ -3,7 +3,7 @@ package sim
 import (
 	"testing"
 
-	"github.com/lightllm-go/lightllm/pkg/router"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 )
 
 // TestPolicyComparison is the acceptance check, on the paper's
@@ -24,7 +24,7 @@ func TestPolicyComparison(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := map[string]*Result{}
-			for _, p := range router.PolicyNames() {
+			for _, p := range sched.PolicyNames() {
 				o := DefaultOptions(120000)
 				o.Policy, o.Seed = p, 1
 				r, err := Run(o, items)
@@ -36,8 +36,8 @@ func TestPolicyComparison(t *testing.T) {
 				}
 				res[p] = r
 			}
-			oracle := float64(res[router.PolicyOracle].DecodeSteps)
-			for _, p := range router.PolicyNames() {
+			oracle := float64(res[sched.PolicyOracle].DecodeSteps)
+			for _, p := range sched.PolicyNames() {
 				r := res[p]
 				t.Logf("| %s | %s | %d | %.3f | %d | %d | %.3f |", dist, p, r.DecodeSteps,
 					float64(r.DecodeSteps)/oracle, r.Evictions, r.EvictedRequests, r.MeanKVUsage)
@@ -46,17 +46,17 @@ func TestPolicyComparison(t *testing.T) {
 				return // reported, not part of the paper's claim
 			}
 			ratio := func(p string) float64 { return float64(res[p].DecodeSteps) / oracle }
-			pf, agg := res[router.PolicyPastFuture], res[router.PolicyAggressive]
-			if r := ratio(router.PolicyPastFuture); r > 1.05 {
+			pf, agg := res[sched.PolicyPastFuture], res[sched.PolicyAggressive]
+			if r := ratio(sched.PolicyPastFuture); r > 1.05 {
 				t.Errorf("past_future needs %.3f× the oracle's decode steps, want ≤ 1.05", r)
 			}
-			if r := ratio(router.PolicyConservative); r < 1.25 {
+			if r := ratio(sched.PolicyConservative); r < 1.25 {
 				t.Errorf("conservative needs %.3f× the oracle's decode steps, want ≥ 1.25", r)
 			}
 			if agg.Evictions == 0 || agg.Evictions < 10*pf.Evictions {
 				t.Errorf("aggressive evicted %d times, past_future %d: want ≥ 10×", agg.Evictions, pf.Evictions)
 			}
-			if n := res[router.PolicyOracle].Evictions + res[router.PolicyConservative].Evictions; n != 0 {
+			if n := res[sched.PolicyOracle].Evictions + res[sched.PolicyConservative].Evictions; n != 0 {
 				t.Errorf("oracle and conservative evicted %d times, want 0", n)
 			}
 		})

@@ -10,14 +10,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lightllm-go/lightllm/pkg/router"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 )
 
 // Options configures one simulation.
 type Options struct {
 	Policy     string
-	Config     router.Config
-	PastFuture router.PastFutureOptions
+	Config     sched.Config
+	PastFuture sched.PastFutureOptions
 	// Seed seeds the policy's sampling.
 	Seed uint64
 	// MaxNewTokens, when > 0, replaces every request's max_new_tokens (it
@@ -27,15 +27,15 @@ type Options struct {
 	Model        StepModel
 
 	// wrap lets tests put a spy around the policy.
-	wrap func(router.Policy) router.Policy
+	wrap func(sched.Policy) sched.Policy
 }
 
 // DefaultOptions returns the router defaults for a KV of maxTotalTokens, the
 // default step model and SLA, and the default policy.
 func DefaultOptions(maxTotalTokens int) Options {
 	return Options{
-		Policy: router.PolicyPastFuture,
-		Config: router.DefaultConfig(maxTotalTokens),
+		Policy: sched.PolicyPastFuture,
+		Config: sched.DefaultConfig(maxTotalTokens),
 		SLA:    DefaultSLA(),
 		Model:  DefaultStepModel(),
 	}
@@ -46,7 +46,7 @@ func DefaultOptions(maxTotalTokens int) Options {
 var ErrStuck = errors.New("sim: scheduler admits nothing on an idle engine")
 
 type simReq struct {
-	r        *router.Request
+	r        *sched.Request
 	trueOut  int
 	arrival  float64
 	first    float64 // time of the first token, -1 before
@@ -59,15 +59,15 @@ type simReq struct {
 
 type engine struct {
 	o       Options
-	cfg     router.Config
-	sched   *router.Scheduler
+	cfg     sched.Config
+	sched   *sched.Scheduler
 	reqs    []simReq
 	active  []*simReq // infer's requests, in admission order
 	pending int       // active requests still (re)prefilling
 	used    int       // KV tokens in use
 	t       float64
 	sincePF int // decode steps since the last prefill step
-	fin     []router.Finished
+	fin     []sched.Finished
 
 	finished    int
 	decodeSteps int64
@@ -103,14 +103,14 @@ func Run(o Options, items []Item) (*Result, error) {
 			return nil, fmt.Errorf("%w: request %d arrives before request %d", ErrBadWorkload, i, i-1)
 		}
 		e.reqs[i] = simReq{
-			r:       &router.Request{ID: uint64(i + 1), InputLen: it.Input, MaxNewTokens: maxNew},
+			r:       &sched.Request{ID: uint64(i + 1), InputLen: it.Input, MaxNewTokens: maxNew},
 			trueOut: it.Output, arrival: it.Arrival, first: -1,
 		}
 	}
-	pol, err := router.NewPolicy(o.Policy, router.PolicyOptions{
+	pol, err := sched.NewPolicy(o.Policy, sched.PolicyOptions{
 		Seed: o.Seed, PastFuture: o.PastFuture,
 		// The oracle is the only code that ever reads the true lengths.
-		Oracle: func(r *router.Request) int { return e.reqs[r.ID-1].trueOut },
+		Oracle: func(r *sched.Request) int { return e.reqs[r.ID-1].trueOut },
 	})
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func Run(o Options, items []Item) (*Result, error) {
 	if o.wrap != nil {
 		pol = o.wrap(pol)
 	}
-	if e.sched, err = router.New(o.Config, pol); err != nil {
+	if e.sched, err = sched.New(o.Config, pol); err != nil {
 		return nil, err
 	}
 	if err := e.run(); err != nil {
@@ -127,18 +127,18 @@ func Run(o Options, items []Item) (*Result, error) {
 	return e.result(), nil
 }
 
-func (e *engine) byReq(r *router.Request) *simReq { return &e.reqs[r.ID-1] }
+func (e *engine) byReq(r *sched.Request) *simReq { return &e.reqs[r.ID-1] }
 
 func (e *engine) run() error {
 	next := 0
 	for e.finished < len(e.reqs) {
 		for next < len(e.reqs) && e.reqs[next].arrival <= e.t {
-			if err := e.sched.Submit([]*router.Request{e.reqs[next].r}); err != nil {
+			if err := e.sched.Submit([]*sched.Request{e.reqs[next].r}); err != nil {
 				return fmt.Errorf("submit request %d: %w", next, err)
 			}
 			next++
 		}
-		res := e.sched.Step(router.StepInput{Now: e.t, Finished: e.fin, UsedTokens: e.used})
+		res := e.sched.Step(sched.StepInput{Now: e.t, Finished: e.fin, UsedTokens: e.used})
 		e.fin = e.fin[:0]
 		for _, r := range res.New {
 			e.active = append(e.active, e.byReq(r))
@@ -167,7 +167,7 @@ func (e *engine) run() error {
 	}
 	// Hand the last finishes to the scheduler so its statistics and running
 	// set end complete.
-	e.sched.Step(router.StepInput{Now: e.t, Finished: e.fin, UsedTokens: e.used})
+	e.sched.Step(sched.StepInput{Now: e.t, Finished: e.fin, UsedTokens: e.used})
 	if st := e.sched.Stats(); st.Running != 0 || e.used != 0 {
 		return fmt.Errorf("sim: %d requests still running, %d KV tokens in use after the last finish", st.Running, e.used)
 	}
@@ -284,7 +284,7 @@ func (e *engine) finish(sr *simReq) {
 	sr.r.KVLen = 0
 	sr.finished = true
 	e.finished++
-	e.fin = append(e.fin, router.Finished{ID: sr.r.ID, OutputLen: sr.r.OutputLen})
+	e.fin = append(e.fin, sched.Finished{ID: sr.r.ID, OutputLen: sr.r.OutputLen})
 }
 
 // compact drops finished requests from the active list, keeping order.

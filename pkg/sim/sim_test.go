@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lightllm-go/lightllm/pkg/router"
+	"github.com/lightllm-go/lightllm/pkg/sched"
 )
 
 func TestRunAllPolicies(t *testing.T) {
@@ -15,7 +15,7 @@ func TestRunAllPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range router.PolicyNames() {
+	for _, p := range sched.PolicyNames() {
 		t.Run(p, func(t *testing.T) {
 			o := DefaultOptions(40000)
 			o.Policy = p
@@ -29,7 +29,7 @@ func TestRunAllPolicies(t *testing.T) {
 			if res.DecodeSteps <= 0 || res.MeanKVUsage <= 0 || res.MeanKVUsage > 1 || res.TTFTP99S < res.TTFTP50S {
 				t.Fatalf("implausible result %+v", res)
 			}
-			if (p == router.PolicyOracle || p == router.PolicyConservative) && res.Evictions != 0 {
+			if (p == sched.PolicyOracle || p == sched.PolicyConservative) && res.Evictions != 0 {
 				t.Fatalf("%s evicted %d times", p, res.Evictions)
 			}
 			again, err := Run(o, items)
@@ -43,7 +43,7 @@ func TestRunAllPolicies(t *testing.T) {
 // spy checks that the scheduler never learns a request's true output
 // length before its EOS step.
 type spy struct {
-	router.Policy
+	sched.Policy
 	t        *testing.T
 	trueOut  map[uint64]int
 	maxNew   int
@@ -51,7 +51,7 @@ type spy struct {
 	passes   int
 }
 
-func (s *spy) Begin(v *router.View) router.Pass {
+func (s *spy) Begin(v *sched.View) sched.Pass {
 	s.passes++
 	for _, r := range v.Running {
 		if r.OutputLen >= s.trueOut[r.ID] || r.MaxNewTokens != s.maxNew || r.IgnoreEOS {
@@ -79,7 +79,7 @@ func TestTrueLengthsStayHidden(t *testing.T) {
 		sp.trueOut[uint64(i+1)] = it.Output
 		wantSum += it.Output
 	}
-	o.wrap = func(p router.Policy) router.Policy { sp.Policy = p; return sp }
+	o.wrap = func(p sched.Policy) sched.Policy { sp.Policy = p; return sp }
 	res, err := Run(o, items)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestRunErrors(t *testing.T) {
 // neither spins nor stops with ErrStuck.
 func TestIdleEngineRunsHead(t *testing.T) {
 	o := DefaultOptions(1000)
-	o.Policy = router.PolicyPastFutureEMA
+	o.Policy = sched.PolicyPastFutureEMA
 	res, err := Run(o, []Item{{Input: 500, Output: 10, MaxNew: 500}})
 	if err != nil || res.Finished != 1 {
 		t.Fatalf("err %v, result %+v; want the request finished", err, res)

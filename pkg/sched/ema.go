@@ -1,4 +1,4 @@
-package router
+package sched
 
 // EMA is LightLLM's RouterStatics: an exponential moving average of the
 // output lengths of finished requests whose weight starts high, so the first

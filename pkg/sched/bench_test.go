@@ -1,4 +1,4 @@
-package router
+package sched
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package router
+package sched
 
 // fitsAlone reports whether a group's worst case, its shared prompt plus
 // every member's max_new_tokens, fits a KV of maxTotal tokens, so that an

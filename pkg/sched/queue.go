@@ -1,4 +1,4 @@
-package router
+package sched
 
 // deque is the waiting queue: FIFO, with evicted requests put back at the
 // head so that they resume before newer ones.

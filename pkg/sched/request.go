@@ -1,4 +1,4 @@
-package router
+package sched
 
 // Request is the router's view of one request. Identity and limits are set by
 // the caller before Submit; the progress fields are refreshed by the caller
@@ -50,6 +50,10 @@ func (r *Request) GroupKey() uint64 {
 
 // Aborted reports whether Abort was called for the request.
 func (r *Request) Aborted() bool { return r.aborted }
+
+// Running reports whether the request is admitted (holds or is building
+// KV on infer) and not yet released.
+func (r *Request) Running() bool { return r.state == stateRunning }
 
 // HeldTarget is the KV the request holds once it has caught up and is ready to
 // decode: the prompt and every generated token except the last, which is fed in

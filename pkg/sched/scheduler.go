@@ -1,4 +1,4 @@
-package router
+package sched
 
 import (
 	"fmt"
@@ -375,4 +375,19 @@ func (s *Scheduler) Preempt(shortfall int) []*Request {
 // they are re-prefilled, prompt and generated tokens, when admitted again.
 func (s *Scheduler) RequeueAll() []*Request {
 	return s.Preempt(int(^uint(0) >> 1))
+}
+
+// AdoptRunning puts a request that is already running on infer (found in
+// the slot table by a restarted router) straight into the running set.
+func (s *Scheduler) AdoptRunning(r *Request) error {
+	if err := s.checkNew(r, r.GroupKey(), nil); err != nil {
+		return err
+	}
+	r.state, r.groupSize = stateRunning, 1
+	s.byID[r.ID] = r
+	s.running = append(s.running, r)
+	s.stats.Submitted++
+	s.stats.Admitted++
+	s.loadDirty = true
+	return nil
 }
