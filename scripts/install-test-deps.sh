@@ -3,6 +3,9 @@
 # repository, on a fresh machine:
 #   - Node.js and npm (Debian/Ubuntu packages), when `node` is missing and
 #     this runs as root (otherwise it says what to install);
+#   - Debian's chromium, for the browser test of the built-in pages
+#     (test/e2e TestWebPages, driven with chromedp), when no chromium is on
+#     $PATH and this runs as root; that test fails under CI=true without it;
 #   - the official OpenAI Node client, pinned, into a cache directory:
 #     $OPENAI_NODE_DIR, default ~/.cache/lightllm-test/openai. The tests
 #     (pkg/apiserver TestOpenAINodeClient, test/e2e TestAPI and
@@ -19,6 +22,22 @@ OPENAI_VERSION="${OPENAI_NODE_VERSION:-6.49.0}"
 dir="${OPENAI_NODE_DIR:-$HOME/.cache/lightllm-test/openai}"
 
 say() { printf 'install-test-deps: %s\n' "$*" >&2; }
+
+# Chromium first: the Node part below may end the script early.
+chromium_failed=0
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium (apt)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; then
+      say "could not install chromium; the browser test will fail in CI"
+      chromium_failed=1
+    fi
+  else
+    say "chromium is missing: install it (e.g. apt-get install chromium) for the browser test"
+    chromium_failed=1
+  fi
+fi
+trap '[ "$chromium_failed" -eq 0 ] || exit 1' EXIT
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

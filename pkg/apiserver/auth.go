@@ -30,7 +30,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.handleOptions(w, r, next, allowed)
 			return
 		}
-		if len(keys) > 0 && !s.keyFree(r.URL.Path) && !validKey(r, keys) {
+		if len(keys) > 0 && !s.keyFree(r) && !validKey(r, keys) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lightllm"`)
 			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: codeInvalidAPIKey,
 				Message: "Incorrect or missing API key: send it as the header `Authorization: Bearer KEY`"})
@@ -40,9 +40,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// keyFree reports whether path answers without a key.
-func (s *Server) keyFree(path string) bool {
-	return openPaths[path] || (path == "/metrics" && !s.opts.MetricsNeedAPIKey)
+// keyFree reports whether r is answered without a key: the probes, and
+// the built-in pages themselves (static files holding no data: they must
+// load to ask the user for the key that their API calls then send).
+func (s *Server) keyFree(r *http.Request) bool {
+	path := r.URL.Path
+	return openPaths[path] || (path == "/metrics" && !s.opts.MetricsNeedAPIKey) || webPageRequest(r)
 }
 
 // validKey compares the bearer token with every key in constant time (over

@@ -26,6 +26,7 @@ func (s *Server) routes() http.Handler {
 	}}
 	s.ollamaRoutes(rt.routes)
 	s.extraRoutes(rt.routes)
+	s.addWebRoutes(rt.routes)
 	return s.wrap(s.guard(rt))
 }
 

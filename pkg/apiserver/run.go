@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,6 +24,7 @@ type run struct {
 	tokens     []int // generated tokens per sequence
 	cacheLen   int
 	finish     []FinishReason
+	lastTok    []time.Time // per sequence, for the status page's inter-token gaps
 	abortOnce  sync.Once
 	// probe: a health probe's request, kept out of the Observer.
 	probe bool
@@ -58,7 +60,10 @@ func (s *Server) submit(ctx context.Context, path string, g *Group) (*run, *apiE
 		return nil, s.asAPIError(err)
 	}
 	rn := &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
-		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), probe: isHealthProbe(ctx)}
+		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), lastTok: make([]time.Time, g.N), probe: isHealthProbe(ctx)}
+	if !rn.probe {
+		s.live.admit()
+	}
 	if ao, ok := s.opts.Observer.(AdmissionObserver); ok && !rn.probe {
 		ao.RequestAdmitted(path)
 	}
@@ -109,10 +114,19 @@ func (r *run) lostSequence() Event {
 
 func (r *run) account(ev *Event) {
 	if ev.TokenID >= 0 {
+		now := time.Now()
 		if r.firstToken == 0 {
-			r.firstToken = max(time.Since(r.group.Arrival), time.Nanosecond)
+			r.firstToken = max(now.Sub(r.group.Arrival), time.Nanosecond)
 		}
 		r.tokens[ev.Seq]++
+		if !r.probe {
+			var gap time.Duration
+			if last := r.lastTok[ev.Seq]; !last.IsZero() {
+				gap = max(now.Sub(last), time.Nanosecond)
+			}
+			r.lastTok[ev.Seq] = now
+			r.s.live.token(now, gap)
+		}
 	}
 	if ev.PromptCacheLen > r.cacheLen {
 		r.cacheLen = ev.PromptCacheLen
@@ -142,6 +156,9 @@ func (r *run) close() {
 		r.abort()
 	}
 	r.s.seqs.Add(-int64(r.group.N))
+	if !r.probe {
+		r.s.live.done(time.Now(), r.left == 0, slices.Contains(r.finish, FinishError), r.firstToken, len(r.group.Prompt), r.cacheLen)
+	}
 	if r.left == 0 && r.s.opts.Observer != nil && !r.probe {
 		total := 0
 		for _, n := range r.tokens {

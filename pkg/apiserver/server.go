@@ -130,6 +130,8 @@ type Options struct {
 	Now func() time.Time
 	// IdleTimeout is the keep-alive idle timeout (default 10s, hypercorn's).
 	IdleTimeout time.Duration
+	// Web feeds the built-in chat and status pages (webpage.go).
+	Web WebOptions
 }
 
 // Server is the HTTP front end.
@@ -149,6 +151,8 @@ type Server struct {
 
 	handler http.Handler
 	http    *http.Server
+
+	live *liveStats // what the status page shows of the traffic
 
 	draining atomic.Bool
 	active   atomic.Int64 // generation requests in flight
@@ -182,7 +186,7 @@ func New(opts Options, backend Backend, tok Tokenizer, log zerolog.Logger) (*Ser
 	if opts.Created.IsZero() {
 		opts.Created = opts.Now()
 	}
-	s := &Server{opts: opts, backend: backend, tok: tok, log: log.With().Str("component", "apiserver").Logger()}
+	s := &Server{opts: opts, backend: backend, tok: tok, log: log.With().Str("component", "apiserver").Logger(), live: newLiveStats()}
 	s.vocab = opts.VocabSize
 	if s.vocab <= 0 {
 		s.vocab = tok.VocabSize()

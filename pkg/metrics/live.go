@@ -20,6 +20,10 @@ type LiveLoad struct {
 	// KVCapacity is the KV capacity in tokens: num_gpu_blocks of the
 	// cache-config info gauge, since a block is one token here.
 	KVCapacity int64
+	// KVUsed and KVEvictable are the tokens behind KVUsage: held by
+	// requests, and cached prompt tokens nobody references (the status page
+	// shows both).
+	KVUsed, KVEvictable int64
 }
 
 // LoadFunc reads the live load; it must be cheap (the EPP scrapes every

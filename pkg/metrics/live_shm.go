@@ -11,8 +11,10 @@ func ShmLoadFunc(l *shm.Load) LoadFunc {
 		capacity := l.MaxTotalTokenNum.Load()
 		out := LiveLoad{Waiting: max(l.Waiting.Load(), 0), Running: max(l.Running.Load(), 0), KVCapacity: capacity}
 		if capacity > 0 {
-			used := capacity - l.FreeKVTokens.Load() - l.EvictableKVTokens.Load()
-			out.KVUsage = min(max(float64(used)/float64(capacity), 0), 1)
+			evictable := max(l.EvictableKVTokens.Load(), 0)
+			used := min(max(capacity-l.FreeKVTokens.Load()-evictable, 0), capacity)
+			out.KVUsed, out.KVEvictable = used, evictable
+			out.KVUsage = float64(used) / float64(capacity)
 		}
 		return out
 	}

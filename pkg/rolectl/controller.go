@@ -161,6 +161,18 @@ func (c *Controller) RequestRestart(ctx context.Context, target, reason string) 
 	return err
 }
 
+// RestartForOperator forwards an operator's restart of target (the status
+// page's button, behind --api_key) to the supervisor. The request carries
+// no calling role, so the supervisor treats it as `lightllm restart ROLE`:
+// it does not count against the target's restart budget as a crash would.
+func (c *Controller) RestartForOperator(ctx context.Context, target, reason string) error {
+	if c.socket == "" {
+		return fmt.Errorf("restart %s: %w (not started by `lightllm launch`)", target, ErrNotRunning)
+	}
+	_, err := Call(ctx, c.socket, Request{Op: OpRestart, Target: target, Reason: reason})
+	return err
+}
+
 // Status returns the supervisor's view of every role (pids, readiness, last
 // heartbeat), which the health role uses to check the other roles.
 func (c *Controller) Status(ctx context.Context) (*Status, error) {

@@ -77,6 +77,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		Metrics:           metrics.APIHandlerWith(live, metrics.APIOptions{MetricURL: metricURL}),
 		ServerInfo:        &info,
 		Observer:          Observer{C: mc},
+		Web:               webOptions(ctl, metrics.ShmLoadFunc(region.Load())),
 	}, b, tok, log)
 	if err != nil {
 		return err
