@@ -93,8 +93,8 @@ func TestShmLoadFunc(t *testing.T) {
 		want                                        LiveLoad
 	}{
 		"idle":              {1000, 1000, 0, 0, 0, LiveLoad{KVCapacity: 1000}},
-		"half used":         {1000, 500, 0, 3, 2, LiveLoad{Waiting: 3, Running: 2, KVUsage: 0.5, KVCapacity: 1000}},
-		"cache counts free": {1000, 200, 300, 0, 1, LiveLoad{Running: 1, KVUsage: 0.5, KVCapacity: 1000}},
+		"half used":         {1000, 500, 0, 3, 2, LiveLoad{Waiting: 3, Running: 2, KVUsage: 0.5, KVCapacity: 1000, KVUsed: 500}},
+		"cache counts free": {1000, 200, 300, 0, 1, LiveLoad{Running: 1, KVUsage: 0.5, KVCapacity: 1000, KVUsed: 500, KVEvictable: 300}},
 		"not sized yet":     {0, 0, 0, 1, 0, LiveLoad{Waiting: 1}},
 		"inconsistent":      {100, 150, 0, -1, 0, LiveLoad{KVCapacity: 100}},
 	}
