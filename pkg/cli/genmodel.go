@@ -47,7 +47,7 @@ func newGenModelCmd() *cobra.Command {
 	f.IntVar(&o.FFN, "ffn", 512, "feed-forward size")
 	f.IntVar(&o.Vocab, "vocab", 512, "vocabulary size (at least 260)")
 	f.IntVar(&o.MaxPos, "max_pos", 2048, "context length")
-	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0")
+	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K, or llama.cpp's mixes q4_K_M, q5_K_M (q6_K output, q6_K attn_v/ffn_down on its more-bits layers)")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.BoolVar(&o.Tied, "tied", false, "share the output head with the embedding")
 	f.Float64Var(&o.EmbedScale, "embedding_multiplier", 0, "granite: embedding multiplier (0: Granite 3.0's 12)")

@@ -11,8 +11,9 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
-// TestConvertedTypes: tensors in q4_K / q6_K / q5_0 (as in llama.cpp's
-// *_K_M files) load by conversion and give the logits of the same model
+// TestConvertedTypes: tensors in q4_K / q6_K (computed natively) and q5_0
+// (converted), as in llama.cpp's
+// *_K_M files, give the logits of the same model
 // holding those tensors' exact values in f32.
 func TestConvertedTypes(t *testing.T) {
 	dir := t.TempDir()

@@ -37,8 +37,8 @@ type scratch struct {
 	gate, up   []float32 // [nTok x FFN]
 	cos, sin   []float32 // [nTok x HeadDim/2]
 	tokSeq     []int32   // sequence index of each token
-	sgemm      []bool    // per token: llama.cpp would use its batch (sgemm) matmul
-	rowGemm    []bool    // sgemm flags of the rows computed in the last layer
+	sgemm      rowModes  // per token: which of llama.cpp's batch kernels it would use
+	rowGemm    rowModes  // sgemm's modes of the rows computed in the last layer
 	ktOff      []int     // per sequence: start of its packed key tiles in kt (-1: none)
 	kt, vt     []float32 // f32 key (transposed) and value tiles of the tiled attention path
 	krow       []float32 // one head of values (scratch)
@@ -47,6 +47,10 @@ type scratch struct {
 	kvd        []float32 // and block scales
 	logits     []float32 // [nOut x Vocab]
 }
+
+// rowModes holds, per token, the llama.cpp kernel choice a product
+// reproduces (tensor.LlamaCppRowMode).
+type rowModes = []tensor.RowMode
 
 func (m *Model) ensureScratch(nTok, nOut int) {
 	s, c := &m.s, &m.cfg
@@ -59,7 +63,7 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.gate, s.up = make([]float32, nTok*c.FFN), make([]float32, nTok*c.FFN)
 		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
 		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
-		s.sgemm, s.rowGemm = make([]bool, nTok), make([]bool, nTok)
+		s.sgemm, s.rowGemm = make(rowModes, nTok), make(rowModes, nTok)
 	}
 	if len(s.krow) < c.HeadDim {
 		s.krow = make([]float32, c.HeadDim)
@@ -135,10 +139,11 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		for t := sq.Start; t < sq.Start+sq.Len; t++ {
 			s.tokSeq[t] = int32(si)
 			// llama.cpp multiplies a batch of two or more tokens with
-			// llamafile's sgemm and a single token with ggml_vec_dot, which
-			// round differently; deciding per sequence keeps each
+			// llamafile's sgemm and a single token with ggml_vec_dot, and
+			// q4_K tokens in fours with its gemm, the rest with its gemv;
+			// these round differently; deciding per sequence keeps each
 			// sequence's numbers independent of the rest of the batch.
-			s.sgemm[t] = sq.Len >= 2
+			s.sgemm[t] = tensor.LlamaCppRowMode(sq.Len, t-sq.Start)
 		}
 	}
 	x := s.x[:N*H]

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
 	"github.com/lightllm-go/lightllm/pkg/safetensors"
@@ -20,7 +21,7 @@ type GenOptions struct {
 	Arch                                    string // a registered family (family.go)
 	Hidden, Layers, Heads, KVHeads, HeadDim int    // HeadDim 0: Hidden/Heads
 	FFN, Vocab, MaxPos                      int    // MaxPos 0: 2048
-	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0
+	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0 | q4_K_M | q5_K_M | q6_K (ggmlMixes)
 	Seed                                    uint64
 	Tied                                    bool    // output head shares the embedding
 	RopeTheta                               float64 // 0: 10000
@@ -59,13 +60,16 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		return 0, nil, fmt.Errorf("gen-model: head dimension %d must be positive and even", o.HeadDim)
 	}
 	dt, err := tensor.ParseDType(o.DType)
-	if err != nil {
-		return 0, nil, fmt.Errorf("gen-model: %w", err)
+	if mix, ok := ggmlMixes[o.DType]; ok {
+		dt, err = mix.base, nil
 	}
-	if dt.Quantized() {
+	if err != nil {
+		return 0, nil, fmt.Errorf("gen-model: %w (or a llama.cpp mix: q4_K_M, q5_K_M)", err)
+	}
+	if bl := dt.BlockLen(); bl > 1 {
 		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim} {
-			if n%tensor.QK != 0 {
-				return 0, nil, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", dt, tensor.QK, n)
+			if n%bl != 0 {
+				return 0, nil, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", o.DType, bl, n)
 			}
 		}
 	}
@@ -73,6 +77,47 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		return 0, nil, fmt.Errorf("gen-model: %w", err)
 	}
 	return dt, fam, nil
+}
+
+// ggmlMix is one of llama-quantize's file types that mix tensor types.
+type ggmlMix struct {
+	base     tensor.DType // the type of every matrix not named below
+	moreBits bool         // attn_v and ffn_down in q6_K on use_more_bits layers
+	fileType uint32       // general.file_type (llama_ftype)
+}
+
+// ggmlMixes are the mixes gen-model writes (llama-quant.cpp's
+// llama_tensor_get_type for these tensors): the output head is always q6_K,
+// the embedding table the base type.
+var ggmlMixes = map[string]ggmlMix{
+	"q4_K_M": {tensor.Q4_K, true, 15},
+	"q5_K_M": {tensor.Q5_K, true, 17},
+	"q6_K":   {tensor.Q6_K, false, 18},
+}
+
+// useMoreBits is llama-quant.cpp's rule for the layers whose attn_v and
+// ffn_down get more bits in the _M mixes: the first and last eighth and
+// every third layer between.
+func useMoreBits(layer, layers int) bool {
+	return layer < layers/8 || layer >= 7*layers/8 || (layer-layers/8)%3 == 2
+}
+
+// typeOf is the type tensor t is stored in for a model of type dt.
+func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
+	mix, ok := ggmlMixes[o.DType]
+	if !ok || t.rows == 0 {
+		return dt
+	}
+	var layer int
+	_, err := fmt.Sscanf(t.name, "blk.%d.", &layer)
+	switch {
+	case t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight"):
+		return tensor.Q6_K
+	case mix.moreBits && err == nil && useMoreBits(layer, o.Layers) &&
+		(strings.HasSuffix(t.name, ".attn_v.weight") || strings.HasSuffix(t.name, ".ffn_down.weight")):
+		return tensor.Q6_K
+	}
+	return mix.base
 }
 
 // sqrt3 scales a unit-range uniform to unit standard deviation.
@@ -193,7 +238,12 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w := gguf.NewWriter()
 	w.Set("general.architecture", arch)
 	w.Set("general.name", "lightllm-random-"+o.Arch)
-	w.Set("general.file_type", map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q8_0: 7, tensor.BF16: 32}[dt])
+	fileType := map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q8_0: 7,
+		tensor.Q4_K: 14, tensor.Q5_K: 16, tensor.Q6_K: 18, tensor.BF16: 32}[dt]
+	if mix, ok := ggmlMixes[o.DType]; ok {
+		fileType = mix.fileType
+	}
+	w.Set("general.file_type", fileType)
 	w.Set(arch+".context_length", uint32(o.MaxPos))
 	w.Set(arch+".embedding_length", uint32(o.Hidden))
 	w.Set(arch+".block_count", uint32(o.Layers))
@@ -224,8 +274,9 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	for _, t := range o.tensors(fam) {
 		t := t
 		typ, ggmlType := tensor.F32, gguf.F32
+		tdt := o.typeOf(&t, dt)
 		if t.rows > 0 {
-			typ, ggmlType = dt, ggufType(dt)
+			typ, ggmlType = tdt, ggufType(tdt)
 		}
 		shape := []uint64{uint64(t.cols)}
 		rows := max(t.rows, 1)
@@ -240,16 +291,16 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 			for r := 0; r < rows; r++ {
 				switch {
 				case permute && t.rows > 0:
-					o.values(&t, ggufRow(r, t.ropeHeads, t.rows), buf, dt)
+					o.values(&t, ggufRow(r, t.ropeHeads, t.rows), buf, tdt)
 				case permute:
 					// A bias vector is permuted like the rows it belongs to.
 					tmp = make([]float32, t.cols)
-					o.values(&t, 0, tmp, dt)
+					o.values(&t, 0, tmp, tdt)
 					for i := range buf {
 						buf[i] = tmp[ggufRow(i, t.ropeHeads, t.cols)]
 					}
 				default:
-					o.values(&t, r, buf, dt)
+					o.values(&t, r, buf, tdt)
 				}
 				enc, err := tensor.Quantize(typ, buf)
 				if err != nil {
@@ -267,7 +318,7 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 
 func ggufType(dt tensor.DType) gguf.GGMLType {
 	return map[tensor.DType]gguf.GGMLType{tensor.F32: gguf.F32, tensor.F16: gguf.F16, tensor.BF16: gguf.BF16,
-		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0}[dt]
+		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0, tensor.Q4_K: gguf.Q4_K, tensor.Q5_K: gguf.Q5_K, tensor.Q6_K: gguf.Q6_K}[dt]
 }
 
 // GenerateHF writes the same random model as a Hugging Face directory:
@@ -306,7 +357,7 @@ func GenerateHF(dir string, o GenOptions) error {
 			Fill: func(out io.Writer) error {
 				buf := make([]float32, t.cols)
 				for r := 0; r < max(t.rows, 1); r++ {
-					o.values(&t, r, buf, dt)
+					o.values(&t, r, buf, o.typeOf(&t, dt))
 					enc, err := tensor.Quantize(hfType, buf)
 					if err != nil {
 						return err

@@ -54,17 +54,23 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		dt = tensor.Q8_0
 	case gguf.Q4_0:
 		dt = tensor.Q4_0
-	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+	case gguf.Q4_K:
+		dt = tensor.Q4_K
+	case gguf.Q5_K:
+		dt = tensor.Q5_K
+	case gguf.Q6_K:
+		dt = tensor.Q6_K
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
 		return s.convert(name, ti, shape)
 	default:
-		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0; q4_1, q5_0, q5_1, q4_K, q5_K, q6_K by conversion)",
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; q4_1, q5_0, q5_1 by conversion)",
 			s.f.Path, name, ti.Type)
 	}
 	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti), mapped: s.f.Mapped()}, nil
 }
 
-// convert decodes a tensor of a type the kernels do not compute on (such
-// as the q4_K/q6_K mix of llama.cpp's *_K_M files) and re-encodes it in
+// convert decodes a tensor of a type the kernels do not compute on (q4_1,
+// q5_0, q5_1) and re-encodes it in
 // memory: matrices as q8_0 (8.5 bits per weight, close to the source
 // precision), vectors as f32. This copy is the exception to keeping
 // weights in the mmap'd file.

@@ -15,7 +15,8 @@ import (
 // DType is the element type of a weight matrix.
 type DType uint8
 
-// Supported weight types. Q8_0 and Q4_0 use ggml's block layouts:
+// Supported weight types. Q8_0, Q4_0 and the K-quants use ggml's block
+// layouts:
 // q8_0 = {f16 d; int8 qs[32]} (34 bytes per 32 values),
 // q4_0 = {f16 d; uint8 qs[16]} (18 bytes per 32 values; value j is the low
 // nibble of qs[j] and value j+16 the high nibble, both minus 8).
@@ -25,6 +26,9 @@ const (
 	BF16
 	Q8_0
 	Q4_0
+	Q4_K // ggml's K-quants: 256-value super-blocks (kquant.go)
+	Q5_K
+	Q6_K
 )
 
 // QK is the number of values in a q8_0 / q4_0 block.
@@ -35,7 +39,7 @@ const (
 	q4BlockBytes = 18
 )
 
-var dtypeNames = [...]string{"f32", "f16", "bf16", "q8_0", "q4_0"}
+var dtypeNames = [...]string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -44,19 +48,32 @@ func (d DType) String() string {
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// ParseDType maps "f32", "f16", "bf16", "q8_0", "q4_0" to a DType.
+// ParseDType maps "f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K",
+// "q6_K" to a DType.
 func ParseDType(s string) (DType, error) {
 	for i, n := range dtypeNames {
 		if n == s {
 			return DType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown dtype %q (want f32, f16, bf16, q8_0 or q4_0)", s)
+	return 0, fmt.Errorf("unknown dtype %q (want f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K)", s)
 }
 
 // Quantized reports whether the type is block-quantized (activations are
-// then quantized to q8_0 for the dot products).
-func (d DType) Quantized() bool { return d == Q8_0 || d == Q4_0 }
+// then quantized to q8_0, or q8_K for the K-quants, for the dot products).
+func (d DType) Quantized() bool { return d == Q8_0 || d == Q4_0 || d.KQuant() }
+
+// BlockLen is the number of values per block: 1 for float types, 32 for
+// q8_0/q4_0, 256 for the K-quants.
+func (d DType) BlockLen() int {
+	switch {
+	case d.KQuant():
+		return QKK
+	case d == Q8_0 || d == Q4_0:
+		return QK
+	}
+	return 1
+}
 
 // RowBytes is the encoded size of n values, or an error when n does not
 // fill whole blocks.
@@ -74,6 +91,11 @@ func (d DType) RowBytes(n int) (int, error) {
 			return n / QK * q8BlockBytes, nil
 		}
 		return n / QK * q4BlockBytes, nil
+	case Q4_K, Q5_K, Q6_K:
+		if n%QKK != 0 {
+			return 0, fmt.Errorf("%s row of %d values is not a multiple of %d", d, n, QKK)
+		}
+		return n / QKK * kBlockBytes(d), nil
 	}
 	return 0, fmt.Errorf("unknown dtype %d", uint8(d))
 }
@@ -163,12 +185,15 @@ func Dequantize(t DType, src []byte, dst []float32) {
 				dst[b*QK+j+QK/2] = float32(int(q>>4)-8) * d
 			}
 		}
+	case Q4_K, Q5_K, Q6_K:
+		dequantizeK(t, src, dst)
 	}
 }
 
 // Quantize encodes src into type t (the inverse of Dequantize). q8_0 and
 // q4_0 follow ggml's reference quantizers (quantize_row_q8_0_ref and
-// quantize_row_q4_0_ref), so files written here match llama-quantize.
+// quantize_row_q4_0_ref), so files written here match llama-quantize; the
+// K-quants use a plain min/max quantizer (quantizeK).
 func Quantize(t DType, src []float32) ([]byte, error) {
 	n, err := t.RowBytes(len(src))
 	if err != nil {
@@ -228,6 +253,8 @@ func Quantize(t DType, src []float32) ([]byte, error) {
 				blk[2+j] = byte(x0) | byte(x1)<<4
 			}
 		}
+	case Q4_K, Q5_K, Q6_K:
+		quantizeK(t, src, dst)
 	}
 	return dst, nil
 }

@@ -24,22 +24,49 @@ type ggmlTask struct {
 	// over x32 holding every token.
 	blockG bool
 	accG   [][][ggmlTok * 64]float32 // ggmlF16Block's scratch, per worker
-	sgemm  []bool
+	modes  []RowMode
 	T      int
 	cols   int
 }
 
-// MatMulGGML computes every out.Y = x · out.W^T like MatMul, but for f32
-// and f16 weights it reproduces llama.cpp's CPU rounding token by token.
-// llama.cpp multiplies a batch of two or more rows with llamafile's
+// RowMode says which of llama.cpp's batch kernels the product of one token
+// (activation row) reproduces; the zero value is its single-row kernels.
+type RowMode uint8
+
+const (
+	// RowSgemm: f32/f16 weights through llamafile's tinyBLAS, not
+	// ggml_vec_dot.
+	RowSgemm RowMode = 1 << iota
+	// RowGemm4: q4_K weights through the repacked gemm, which llama.cpp
+	// runs on the tokens of a batch in fours (the rest through the gemv).
+	RowGemm4
+)
+
+// LlamaCppRowMode is the rounding llama.cpp gives token i of a batch of n
+// tokens computed together (one sequence's chunk).
+func LlamaCppRowMode(n, i int) RowMode {
+	var m RowMode
+	if n >= 2 {
+		m |= RowSgemm
+	}
+	if i < n-n%4 {
+		m |= RowGemm4
+	}
+	return m
+}
+
+// MatMulGGML computes every out.Y = x · out.W^T like MatMul, but
+// reproduces llama.cpp's CPU rounding token by token. For f32 and f16
+// weights llama.cpp multiplies a batch of two or more rows with llamafile's
 // tinyBLAS when the row length is a multiple of GGMLLanes() and the matrix
 // has a multiple of 4 rows, and a single row with ggml_vec_dot; the two
-// sum in different orders. Rows t with sgemm[t] set follow tinyBLAS, the
-// others ggml_vec_dot, so a row's result does not depend on the other rows
-// of the batch. For f16 weights the activations are first rounded to f16,
-// as llama.cpp does. Other weight types are computed by MatMul. sgemm may
-// be nil (all false).
-func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
+// sum in different orders. Rows t with RowSgemm in modes[t] follow
+// tinyBLAS, the others ggml_vec_dot, so a row's result does not depend on
+// the other rows of the batch. For f16 weights the activations are first
+// rounded to f16, as llama.cpp does. q4_K rows with RowGemm4 follow its
+// repacked gemm, the others its gemv. Other weight types are computed by
+// MatMul. modes may be nil (all zero).
+func (c *Ctx) MatMulGGML(x []float32, T int, modes []RowMode, outs ...Out) error {
 	if len(outs) == 0 || len(outs) > maxOuts {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
 	}
@@ -55,11 +82,14 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	}
 	if exact < len(outs) {
 		if exact == 0 {
-			return c.MatMul(x, T, outs...)
+			if modes != nil && len(modes) < T {
+				return fmt.Errorf("matmul: %d row modes for %d tokens", len(modes), T)
+			}
+			return c.matMul(x, T, modes, outs...)
 		}
 		// Mixed types: each output on its own path.
 		for _, o := range outs {
-			if err := c.MatMulGGML(x, T, sgemm, o); err != nil {
+			if err := c.MatMulGGML(x, T, modes, o); err != nil {
 				return err
 			}
 		}
@@ -69,11 +99,11 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	if sgemm != nil && len(sgemm) < T {
-		return fmt.Errorf("matmul: %d sgemm flags for %d tokens", len(sgemm), T)
+	if modes != nil && len(modes) < T {
+		return fmt.Errorf("matmul: %d row modes for %d tokens", len(modes), T)
 	}
 	m := &c.gg
-	m.n, m.T, m.cols, m.x, m.sgemm = len(outs), T, cols, x[:T*cols], sgemm
+	m.n, m.T, m.cols, m.x, m.modes = len(outs), T, cols, x[:T*cols], modes
 	rows := 0
 	for i, o := range outs {
 		if o.W.Cols != cols || len(o.Y) < T*o.W.Rows {
@@ -94,17 +124,17 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 			m.x16[i] = F32ToF16(v)
 		}
 		m.toks = m.toks[:0]
-		if hasSgemmF16 && ggmlLanes == 16 && cols%16 == 0 && sgemm != nil {
+		if hasSgemmF16 && ggmlLanes == 16 && cols%16 == 0 && modes != nil {
 			for t := 0; t < T; t++ {
-				if sgemm[t] {
+				if modes[t]&RowSgemm != 0 {
 					m.toks = append(m.toks, t)
 				}
 			}
 			m.x32 = widenTokens(m.x32, m.x16, m.toks, cols)
 		}
 		m.blockG = hasSgemmF16 && ggmlLanes == 16 && cols%64 == 0 && T >= 2 && len(m.toks) == 0
-		for t := 0; m.blockG && sgemm != nil && t < T; t++ {
-			m.blockG = !sgemm[t]
+		for t := 0; m.blockG && modes != nil && t < T; t++ {
+			m.blockG = modes[t]&RowSgemm == 0
 		}
 		if m.blockG {
 			m.x32 = widenAll(m.x32, m.x16)
@@ -117,9 +147,12 @@ func (c *Ctx) MatMulGGML(x []float32, T int, sgemm []bool, outs ...Out) error {
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.sgemm = nil, nil
+	m.x, m.modes = nil, nil
 	return nil
 }
+
+// sgemm reports whether token t follows tinyBLAS.
+func (m *ggmlTask) sgemm(t int) bool { return m.modes != nil && m.modes[t]&RowSgemm != 0 }
 
 func (m *ggmlTask) Run(worker, lo, hi int) {
 	for i := 0; i < m.n; i++ {
@@ -144,7 +177,7 @@ func (m *ggmlTask) Run(worker, lo, hi int) {
 				row := bytesAsU16(raw)
 				for t := 0; t < m.T; t++ {
 					xt := m.x16[t*cols : (t+1)*cols]
-					if gemmOK && m.sgemm != nil && m.sgemm[t] {
+					if gemmOK && m.sgemm(t) {
 						if blocked {
 							continue // done by sgemmF16Block
 						}
@@ -158,7 +191,7 @@ func (m *ggmlTask) Run(worker, lo, hi int) {
 			row := bytesAsF32(raw)
 			for t := 0; t < m.T; t++ {
 				xt := m.x[t*cols : (t+1)*cols]
-				if gemmOK && m.sgemm != nil && m.sgemm[t] {
+				if gemmOK && m.sgemm(t) {
 					o.Y[t*nOut+r] = DotF32Sgemm(row, xt)
 				} else {
 					o.Y[t*nOut+r] = DotF32GGML(row, xt)

@@ -50,6 +50,7 @@ type Ctx struct {
 	xd   []float32
 	xds  []float32
 	xt   []byte // q8_0 activation tiles (VNNI kernels)
+	xk   ActQ8K // q8_K activations (K-quant matrices)
 	acc  [][]float32
 	mm   mmTask
 	gg   ggmlTask // exactness: state of MatMulGGML (ggml_matmul.go)
@@ -72,6 +73,8 @@ type mmTask struct {
 	xd    []float32
 	xds   []float32   // per token and block: scale, 8*sum as int32 bits (packed q4_0)
 	xt    []byte      // activation tiles of eight tokens (q8_0 with VNNI)
+	xk    ActQ8K      // q8_K activations (K-quant matrices)
+	modes []RowMode   // per token, or nil (MatMulGGML)
 	acc   [][]float32 // per worker: f16 accumulators carried between pieces
 	T     int
 	cols  int
@@ -89,7 +92,11 @@ func q4Chain(w *Matrix) bool { return w.Type == Q4_0 && w.Rows%8 == 0 }
 // of them are split across the pool in one dispatch. Every result is
 // computed by the same sequence of operations whatever T is, so a token's
 // output does not depend on the other tokens of the batch.
-func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
+func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error { return c.matMul(x, T, nil, outs...) }
+
+// matMul is MatMul with llama.cpp's per-token kernel choice for q4_K
+// (MatMulGGML); modes may be nil.
+func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 	if len(outs) == 0 || len(outs) > maxOuts {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)
 	}
@@ -97,16 +104,17 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	quant, packed, tiled, f16 := false, false, false, false
+	quant, kquant, packed, tiled, f16 := false, false, false, false, false
 	m := &c.mm
-	m.n, m.T, m.cols, m.x = len(outs), T, cols, x[:T*cols]
+	m.n, m.T, m.cols, m.x, m.modes = len(outs), T, cols, x[:T*cols], modes
 	units := 0
 	for i, o := range outs {
 		if o.W.Cols != cols || len(o.Y) < T*o.W.Rows {
 			return fmt.Errorf("matmul: output %d: %dx%d matrix, input width %d, %d outputs for %d tokens",
 				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
 		}
-		quant = quant || o.W.Type.Quantized()
+		quant = quant || o.W.Type == Q8_0 || o.W.Type == Q4_0
+		kquant = kquant || o.W.Type.KQuant()
 		tiled = tiled || (o.W.Type == Q8_0 && T > 1 && hasVNNI)
 		f16 = f16 || f16Pieces(o.W, T)
 		m.outs[i] = o
@@ -124,6 +132,12 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 			return fmt.Errorf("matmul: width %d of a quantized matrix is not a multiple of %d", cols, QK)
 		}
 		c.quantize(x, T, cols, packed, tiled)
+	}
+	if kquant {
+		if cols%QKK != 0 {
+			return fmt.Errorf("matmul: width %d of a K-quant matrix is not a multiple of %d", cols, QKK)
+		}
+		c.quantizeK(x, T, cols)
 	}
 	if f16 {
 		n := f16Rows * f16Tile(cols) / 3 * 96
@@ -146,7 +160,21 @@ func (c *Ctx) MatMul(x []float32, T int, outs ...Out) error {
 		m.outs[i] = Out{}
 	}
 	m.x, m.xq, m.xd, m.xds, m.xt, m.acc = nil, nil, nil, nil, nil, nil
+	m.xk, m.modes = ActQ8K{}, nil
 	return nil
+}
+
+// quantizeK converts the T activation rows to q8_K once for all K-quant
+// matrices of a MatMul.
+func (c *Ctx) quantizeK(x []float32, T, cols int) {
+	nb := cols / QKK
+	if len(c.xk.Q) < T*cols {
+		c.xk = ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, T*nb*16)}
+	}
+	for t := 0; t < T; t++ {
+		quantizeActQ8K(x[t*cols:(t+1)*cols], c.xk.Q[t*cols:(t+1)*cols], c.xk.D[t*nb:(t+1)*nb], c.xk.BSums[16*t*nb:16*(t+1)*nb])
+	}
+	c.mm.xk = ActQ8K{Q: c.xk.Q[:T*cols], D: c.xk.D[:T*nb], BSums: c.xk.BSums[:16*T*nb]}
 }
 
 // quantize converts the T activation rows to q8_0 once for all matrices
@@ -200,6 +228,8 @@ func (m *mmTask) rows(o *Out, worker, r0, r1 int) {
 		m.rowsF16(o, m.acc[worker], r0, r1)
 	case w.q4 != nil:
 		m.rowsQ4x8(o, r0, r1)
+	case w.Type.KQuant():
+		m.rowsK(o, r0, r1)
 	case w.Type == Q8_0 && m.xt != nil:
 		m.rowsQ8Tile(o, r0, r1)
 	case m.T == 1 && w.Type == Q8_0:

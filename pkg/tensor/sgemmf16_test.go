@@ -54,7 +54,7 @@ func TestMatMulGGMLF16Blocked(t *testing.T) {
 		w, _ := randMatrix(t, r, F16, rows, cols)
 		const T = 9
 		x := randVec(r, T*cols, 1)
-		for _, flags := range [][]bool{nil, {true, false, true, true, false, false, true, false, false}} {
+		for _, flags := range [][]RowMode{nil, {RowSgemm, 0, RowSgemm, RowSgemm, 0, 0, RowSgemm, 0, 0}} {
 			y := make([]float32, T*rows)
 			if err := ctx.MatMulGGML(x, T, flags, Out{w, y}); err != nil {
 				t.Fatal(err)
@@ -67,7 +67,7 @@ func TestMatMulGGMLF16Blocked(t *testing.T) {
 				for i := 0; i < rows; i++ {
 					row := bytesAsU16(w.Row(i))
 					want := DotF16GGML(row, x16)
-					if flags != nil && flags[tk] && cols%GGMLLanes() == 0 && rows%4 == 0 {
+					if flags != nil && flags[tk]&RowSgemm != 0 && cols%GGMLLanes() == 0 && rows%4 == 0 {
 						want = DotF16Sgemm(row, x16)
 					}
 					if got := y[tk*rows+i]; got != want {

@@ -1,0 +1,19 @@
+// Assembly kernels replace these (kquant_amd64.s).
+
+package tensor
+
+func dotQ4K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	return dotQ4KGeneric(w, xq, xd, xbs)
+}
+
+func dotQ5K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	return dotQ5KGeneric(w, xq, xd, xbs)
+}
+
+func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	return dotQ6KGeneric(w, xq, xd, xbs)
+}
+
+func dotQ4KGemm(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	return dotQ4KGemmGeneric(w, xq, xd, xbs)
+}

@@ -1,0 +1,206 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"testing"
+)
+
+// kref is testdata/kquant_ref.bin, written by testdata/kquant_ref.c from
+// llama.cpp's own libraries (see testdata/README.md).
+type kref struct {
+	x     []float32 // refT tokens x refC
+	q8k   []byte    // their q8_K blocks as ggml lays them out
+	types []kdot
+	gemv  []float32 // q4_K repacked gemv, [token][row]
+	gemm  []float32 // q4_K repacked gemm over the four tokens
+	src   []float32 // dequantization input (refN values)
+	deq   []kdeq
+}
+
+type kdot struct {
+	typ uint32 // ggml type id
+	w   []byte // refR rows
+	y   []float32
+}
+
+type kdeq struct {
+	typ uint32
+	enc []byte
+	y   []float32
+}
+
+const (
+	refR, refC, refT, refN    = 16, 768, 4, 1024
+	ggmlQ4K, ggmlQ5K, ggmlQ6K = 12, 13, 14
+)
+
+func readKRef(t *testing.T) *kref {
+	t.Helper()
+	b, err := os.ReadFile("testdata/kquant_ref.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32s := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		b = b[4*n:]
+		return out
+	}
+	take := func(n int) []byte { p := b[:n]; b = b[n:]; return p }
+	u32 := func() uint32 { v := binary.LittleEndian.Uint32(b); b = b[4:]; return v }
+	r := &kref{x: f32s(refT * refC)}
+	r.q8k = take(refT * refC / QKK * (4 + 256 + 32))
+	for _, bb := range []int{q4KBlockBytes, q5KBlockBytes, q6KBlockBytes} {
+		d := kdot{typ: u32()}
+		d.w = take(refR * refC / QKK * bb)
+		d.y = f32s(refT * refR)
+		r.types = append(r.types, d)
+	}
+	r.gemv, r.gemm = f32s(refT*refR), f32s(refT*refR)
+	r.src = f32s(refN)
+	for len(b) > 0 {
+		d := kdeq{typ: u32()}
+		d.enc = take(int(u32()))
+		d.y = f32s(refN)
+		r.deq = append(r.deq, d)
+	}
+	return r
+}
+
+func bitsEqual(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+
+func TestQuantizeActQ8KMatchesGGML(t *testing.T) {
+	r := readKRef(t)
+	nb := refC / QKK
+	q := make([]int8, refC)
+	d := make([]float32, nb)
+	bs := make([]int16, 16*nb)
+	for tok := 0; tok < refT; tok++ {
+		quantizeActQ8K(r.x[tok*refC:(tok+1)*refC], q, d, bs)
+		for b := 0; b < nb; b++ {
+			blk := r.q8k[(tok*nb+b)*292:]
+			if got, want := math.Float32bits(d[b]), binary.LittleEndian.Uint32(blk); got != want {
+				t.Fatalf("token %d block %d: d %08x, ggml %08x", tok, b, got, want)
+			}
+			for j := 0; j < QKK; j++ {
+				if q[b*QKK+j] != int8(blk[4+j]) {
+					t.Fatalf("token %d block %d value %d: %d, ggml %d", tok, b, j, q[b*QKK+j], int8(blk[4+j]))
+				}
+			}
+			for j := 0; j < 16; j++ {
+				if want := int16(binary.LittleEndian.Uint16(blk[260+2*j:])); bs[16*b+j] != want {
+					t.Fatalf("token %d block %d bsum %d: %d, ggml %d", tok, b, j, bs[16*b+j], want)
+				}
+			}
+		}
+	}
+}
+
+// TestKQuantMatchesLlamaCpp checks every K-quant dot product, portable and
+// assembly, against llama.cpp's results for the same bytes: q5_K/q6_K
+// against ggml_vec_dot_*, q4_K against the repacked gemv and gemm (matrix
+// rows a multiple of 8) and ggml_vec_dot_q4_K_q8_K (other matrices).
+func TestKQuantMatchesLlamaCpp(t *testing.T) {
+	r := readKRef(t)
+	xk := actQ8K(r.x, refT, refC)
+	type kernel struct {
+		name string
+		f    func(w []byte, xq []int8, xd []float32, xbs []int16) float32
+		want []float32
+	}
+	q4, q5, q6 := r.types[0], r.types[1], r.types[2]
+	if q4.typ != ggmlQ4K || q5.typ != ggmlQ5K || q6.typ != ggmlQ6K {
+		t.Fatalf("fixture types %d %d %d", q4.typ, q5.typ, q6.typ)
+	}
+	for _, k := range []struct {
+		name string
+		typ  DType
+		w    []byte
+		f    func(w []byte, xq []int8, xd []float32, xbs []int16) float32
+		want []float32
+	}{
+		{"q4_K gemv (Go)", Q4_K, q4.w, dotQ4KGeneric, r.gemv},
+		{"q4_K gemm (Go)", Q4_K, q4.w, dotQ4KGemmGeneric, r.gemm},
+		{"q4_K", Q4_K, q4.w, dotQ4K, r.gemv},
+		{"q4_K vec_dot (Go)", Q4_K, q4.w, dotQ4KVecGeneric, q4.y},
+		{"q5_K (Go)", Q5_K, q5.w, dotQ5KGeneric, q5.y},
+		{"q5_K", Q5_K, q5.w, dotQ5K, q5.y},
+		{"q6_K (Go)", Q6_K, q6.w, dotQ6KGeneric, q6.y},
+		{"q6_K", Q6_K, q6.w, dotQ6K, q6.y},
+	} {
+		rb, _ := k.typ.RowBytes(refC)
+		nb := refC / QKK
+		for tok := 0; tok < refT; tok++ {
+			for row := 0; row < refR; row++ {
+				got := k.f(k.w[row*rb:(row+1)*rb], xk.Q[tok*refC:(tok+1)*refC], xk.D[tok*nb:(tok+1)*nb], xk.BSums[16*tok*nb:16*(tok+1)*nb])
+				if want := k.want[tok*refR+row]; !bitsEqual(got, want) {
+					t.Errorf("%s token %d row %d: %v, llama.cpp %v", k.name, tok, row, got, want)
+				}
+			}
+		}
+	}
+}
+
+func actQ8K(x []float32, T, cols int) *ActQ8K {
+	nb := cols / QKK
+	a := &ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, 16*T*nb)}
+	for t := 0; t < T; t++ {
+		quantizeActQ8K(x[t*cols:(t+1)*cols], a.Q[t*cols:], a.D[t*nb:], a.BSums[16*t*nb:])
+	}
+	return a
+}
+
+// TestDequantizeMatchesGGML decodes blocks written by ggml's quantizers
+// and compares every value with ggml's dequantize_row_* (bit for bit).
+func TestDequantizeMatchesGGML(t *testing.T) {
+	r := readKRef(t)
+	types := map[uint32]DType{ggmlQ4K: Q4_K, ggmlQ5K: Q5_K, ggmlQ6K: Q6_K}
+	seen := 0
+	for _, d := range r.deq {
+		dt, ok := types[d.typ]
+		if !ok {
+			continue
+		}
+		seen++
+		got := make([]float32, refN)
+		Dequantize(dt, d.enc, got)
+		for i := range got {
+			if !bitsEqual(got[i], d.y[i]) {
+				t.Fatalf("%s value %d: %v, ggml %v", dt, i, got[i], d.y[i])
+			}
+		}
+	}
+	if seen != len(types) {
+		t.Fatalf("fixture holds %d of the %d types", seen, len(types))
+	}
+}
+
+// TestQuantizeKRoundTrip checks that the gen-model quantizer writes blocks
+// that decode close to their input (within one quantization step of the
+// block's scale) for each K-quant type.
+func TestQuantizeKRoundTrip(t *testing.T) {
+	r := readKRef(t)
+	for _, tc := range []struct {
+		typ DType
+		tol float32 // relative to the largest |value|
+	}{{Q4_K, 0.15}, {Q5_K, 0.08}, {Q6_K, 0.04}} {
+		enc, err := Quantize(tc.typ, r.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, refN)
+		Dequantize(tc.typ, enc, got)
+		var amax, emax float32
+		for i, v := range r.src {
+			amax = max(amax, abs32(v))
+			emax = max(emax, abs32(got[i]-v))
+		}
+		if emax > tc.tol*amax {
+			t.Errorf("%s: max error %v of max |value| %v", tc.typ, emax, amax)
+		}
+	}
+}
