@@ -22,7 +22,7 @@ func TestLlamaCppKQuants(t *testing.T) {
 	for _, dtype := range []string{"q4_K_M", "q5_K_M", "q6_K"} {
 		t.Run(dtype, func(t *testing.T) {
 			runs := readRuns(t, filepath.Join("testdata", "llamacpp_kquant_"+dtype+".jsonl"))
-			if len(runs) < 10 {
+			if len(runs) < 100 {
 				t.Fatalf("%d runs in the fixture", len(runs))
 			}
 			path := filepath.Join(t.TempDir(), dtype+".gguf")

@@ -1,19 +1,53 @@
-// Assembly kernels replace these (kquant_amd64.s).
+// Assembly K-quant kernels (kquant_amd64.s) where the CPU has AVX2/FMA/F16C.
 
 package tensor
 
+//go:noescape
+func q4KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, gemm int) float32
+
+//go:noescape
+func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+
+//go:noescape
+func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+
+// kArgs checks the lengths the kernels read and returns nb.
+func kArgs(w []byte, bb int, xq []int8, xd []float32, xbs []int16) int {
+	nb := len(xd)
+	_ = w[nb*bb-1]
+	_ = xq[nb*QKK-1]
+	_ = xbs[nb*16-1]
+	return nb
+}
+
 func dotQ4K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
-	return dotQ4KGeneric(w, xq, xd, xbs)
-}
-
-func dotQ5K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
-	return dotQ5KGeneric(w, xq, xd, xbs)
-}
-
-func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
-	return dotQ6KGeneric(w, xq, xd, xbs)
+	if !hasAVX2 || len(xd) == 0 {
+		return dotQ4KGeneric(w, xq, xd, xbs)
+	}
+	nb := kArgs(w, q4KBlockBytes, xq, xd, xbs)
+	return q4KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 0)
 }
 
 func dotQ4KGemm(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
-	return dotQ4KGemmGeneric(w, xq, xd, xbs)
+	if !hasAVX2 || len(xd) == 0 {
+		return dotQ4KGemmGeneric(w, xq, xd, xbs)
+	}
+	nb := kArgs(w, q4KBlockBytes, xq, xd, xbs)
+	return q4KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1)
+}
+
+func dotQ5K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	if !hasAVX2 || len(xd) == 0 {
+		return dotQ5KGeneric(w, xq, xd, xbs)
+	}
+	nb := kArgs(w, q5KBlockBytes, xq, xd, xbs)
+	return q5KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb)
+}
+
+func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
+	if !hasAVX2 || len(xd) == 0 {
+		return dotQ6KGeneric(w, xq, xd, xbs)
+	}
+	nb := kArgs(w, q6KBlockBytes, xq, xd, xbs)
+	return q6KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb)
 }

@@ -126,6 +126,7 @@ func TestKQuantMatchesLlamaCpp(t *testing.T) {
 		{"q4_K gemv (Go)", Q4_K, q4.w, dotQ4KGeneric, r.gemv},
 		{"q4_K gemm (Go)", Q4_K, q4.w, dotQ4KGemmGeneric, r.gemm},
 		{"q4_K", Q4_K, q4.w, dotQ4K, r.gemv},
+		{"q4_K gemm", Q4_K, q4.w, dotQ4KGemm, r.gemm},
 		{"q4_K vec_dot (Go)", Q4_K, q4.w, dotQ4KVecGeneric, q4.y},
 		{"q5_K (Go)", Q5_K, q5.w, dotQ5KGeneric, q5.y},
 		{"q5_K", Q5_K, q5.w, dotQ5K, q5.y},

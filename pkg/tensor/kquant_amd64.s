@@ -1,0 +1,392 @@
+// exactness: K-quant dot products with llama.cpp's rounding (kquant.go):
+// each kernel runs the integer steps of ggml's AVX2 kernel (so integers
+// land in the same lanes) and then the same float operations in the same
+// order. One weight row against one q8_K activation row.
+
+#include "textflag.h"
+
+// kq4shuf: VPSHUFB masks broadcasting int16 scale i (of eight) to every
+// word. kq6shuf: masks giving int8 scale 2i to bytes 0-7 and 2i+1 to 8-15.
+DATA kq4shuf<>+0(SB)/8, $0x0100010001000100
+DATA kq4shuf<>+8(SB)/8, $0x0100010001000100
+DATA kq4shuf<>+16(SB)/8, $0x0100010001000100
+DATA kq4shuf<>+24(SB)/8, $0x0100010001000100
+DATA kq4shuf<>+32(SB)/8, $0x0302030203020302
+DATA kq4shuf<>+40(SB)/8, $0x0302030203020302
+DATA kq4shuf<>+48(SB)/8, $0x0302030203020302
+DATA kq4shuf<>+56(SB)/8, $0x0302030203020302
+DATA kq4shuf<>+64(SB)/8, $0x0504050405040504
+DATA kq4shuf<>+72(SB)/8, $0x0504050405040504
+DATA kq4shuf<>+80(SB)/8, $0x0504050405040504
+DATA kq4shuf<>+88(SB)/8, $0x0504050405040504
+DATA kq4shuf<>+96(SB)/8, $0x0706070607060706
+DATA kq4shuf<>+104(SB)/8, $0x0706070607060706
+DATA kq4shuf<>+112(SB)/8, $0x0706070607060706
+DATA kq4shuf<>+120(SB)/8, $0x0706070607060706
+DATA kq4shuf<>+128(SB)/8, $0x0908090809080908
+DATA kq4shuf<>+136(SB)/8, $0x0908090809080908
+DATA kq4shuf<>+144(SB)/8, $0x0908090809080908
+DATA kq4shuf<>+152(SB)/8, $0x0908090809080908
+DATA kq4shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq4shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq4shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq4shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq4shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq4shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq4shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq4shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq4shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kq4shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kq4shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kq4shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kq4shuf<>(SB), RODATA|NOPTR, $256
+DATA kq6shuf<>+0(SB)/8, $0x0000000000000000
+DATA kq6shuf<>+8(SB)/8, $0x0101010101010101
+DATA kq6shuf<>+16(SB)/8, $0x0202020202020202
+DATA kq6shuf<>+24(SB)/8, $0x0303030303030303
+DATA kq6shuf<>+32(SB)/8, $0x0404040404040404
+DATA kq6shuf<>+40(SB)/8, $0x0505050505050505
+DATA kq6shuf<>+48(SB)/8, $0x0606060606060606
+DATA kq6shuf<>+56(SB)/8, $0x0707070707070707
+DATA kq6shuf<>+64(SB)/8, $0x0808080808080808
+DATA kq6shuf<>+72(SB)/8, $0x0909090909090909
+DATA kq6shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA kq6shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA kq6shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kq6shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA kq6shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA kq6shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kq6shuf<>(SB), RODATA|NOPTR, $128
+DATA kqm4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqm4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqm4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqm4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqm4<>(SB), RODATA|NOPTR, $32
+DATA kqm3<>+0(SB)/8, $0x0303030303030303
+DATA kqm3<>+8(SB)/8, $0x0303030303030303
+DATA kqm3<>+16(SB)/8, $0x0303030303030303
+DATA kqm3<>+24(SB)/8, $0x0303030303030303
+GLOBL kqm3<>(SB), RODATA|NOPTR, $32
+DATA kqm12<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqm12<>+8(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqm12<>+16(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA kqm12<>+24(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL kqm12<>(SB), RODATA|NOPTR, $32
+DATA kqm48<>+0(SB)/8, $0x3030303030303030
+DATA kqm48<>+8(SB)/8, $0x3030303030303030
+DATA kqm48<>+16(SB)/8, $0x3030303030303030
+DATA kqm48<>+24(SB)/8, $0x3030303030303030
+GLOBL kqm48<>(SB), RODATA|NOPTR, $32
+DATA kqmc0<>+0(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqmc0<>+8(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqmc0<>+16(SB)/8, $0xc0c0c0c0c0c0c0c0
+DATA kqmc0<>+24(SB)/8, $0xc0c0c0c0c0c0c0c0
+GLOBL kqmc0<>(SB), RODATA|NOPTR, $32
+DATA kqone<>+0(SB)/8, $0x0101010101010101
+DATA kqone<>+8(SB)/8, $0x0101010101010101
+DATA kqone<>+16(SB)/8, $0x0101010101010101
+DATA kqone<>+24(SB)/8, $0x0101010101010101
+GLOBL kqone<>(SB), RODATA|NOPTR, $32
+
+// KSCALES decodes the 12 scale bytes at 4(SI) of a q4_K/q5_K block into
+// Y0 = 16 int16 (scales 0-7, mins 0-7), Y1 = scales 0-7 in both halves and
+// X2 = mins 0-7 (ggml's kmask1/2/3 unpacking). Clobbers AX, R9-R13.
+#define KSCALES \
+	MOVL         4(SI), AX          \
+	MOVL         8(SI), R9          \
+	MOVL         12(SI), R10        \
+	MOVL         R10, R11           \
+	SHRL         $4, R11            \
+	ANDL         $0x0f0f0f0f, R11   \
+	MOVL         R9, R12            \
+	SHRL         $6, R12            \
+	ANDL         $0x03030303, R12   \
+	SHLL         $4, R12            \
+	ORL          R12, R11           \
+	MOVL         R9, R12            \
+	ANDL         $0x3f3f3f3f, R12   \
+	MOVL         R10, R13           \
+	ANDL         $0x0f0f0f0f, R13   \
+	MOVL         AX, R9             \
+	SHRL         $6, R9             \
+	ANDL         $0x03030303, R9    \
+	SHLL         $4, R9             \
+	ORL          R9, R13            \
+	ANDL         $0x3f3f3f3f, AX    \
+	VMOVD        AX, X0             \
+	VPINSRD      $1, R13, X0, X0    \
+	VPINSRD      $2, R12, X0, X0    \
+	VPINSRD      $3, R11, X0, X0    \
+	VPMOVZXBW    X0, Y0             \
+	VPERMQ       $0x44, Y0, Y1      \
+	VEXTRACTI128 $1, Y0, X2
+
+// KMINS: X2 = the four int32 mins[2j]*S[2j] + mins[2j+1]*S[2j+1], S the
+// 32-value sums of the activation block (bsums at BX, paired).
+#define KMINS \
+	VMOVDQU      (BX), Y3           \
+	VEXTRACTI128 $1, Y3, X4         \
+	VPHADDW      X4, X3, X3         \
+	VPMADDWD     X3, X2, X2
+
+// KPAIR4: the 64 values of chunk J of a q4_K block (quants at QS, one byte
+// holding value l and l+32) against q8 at OFF(DI): OUT = 8 int32 lanes of
+// scale[2J]*(low products) + scale[2J+1]*(high products), 4 per lane.
+#define KPAIR4(QS, OFF, J, OUT) \
+	VMOVDQU    QS(SI), Y4                  \
+	VPAND      Y15, Y4, Y5                 \
+	VPSRLW     $4, Y4, Y4                  \
+	VPAND      Y15, Y4, Y4                 \
+	VPMADDUBSW OFF(DI), Y5, Y5             \
+	VPMADDUBSW OFF+32(DI), Y4, Y4          \
+	VPSHUFB    kq4shuf<>+(64*(J))(SB), Y1, Y6    \
+	VPSHUFB    kq4shuf<>+(64*(J)+32)(SB), Y1, Y7 \
+	VPMADDWD   Y6, Y5, Y5                  \
+	VPMADDWD   Y7, Y4, Y4                  \
+	VPADDD     Y4, Y5, OUT
+
+// FP16 loads the f16 at ADDR as float32 into XD (via AX).
+#define FP16(ADDR, XD) \
+	MOVWLZX   ADDR, AX \
+	VMOVD     AX, XD   \
+	VCVTPH2PS XD, XD
+
+// func q4KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, gemm int) float32
+// ggml_gemv_q4_K_8x8_q8_K (gemm == 0: acc += isum*(d*dy) per super-block)
+// or ggml_gemm_q4_K_8x8_q8_K (gemm != 0: once per 64-value chunk), the
+// mins likewise into their own chain, acc - accMin at the end.
+TEXT ·q4KDotAVX2(SB), NOSPLIT, $0-52
+	MOVQ    w+0(FP), SI
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	MOVQ    gemm+40(FP), R8
+	VMOVDQU kqm4<>(SB), Y15
+	VXORPS  X14, X14, X14
+	VXORPS  X13, X13, X13
+
+q4Kloop:
+	KSCALES
+	KMINS
+	KPAIR4(16, 0, 0, Y8)
+	KPAIR4(48, 64, 1, Y9)
+	KPAIR4(80, 128, 2, Y10)
+	KPAIR4(112, 192, 3, Y11)
+	// [isum of chunk 0, 1, 2, 3] in X8.
+	VPHADDD      Y9, Y8, Y8
+	VPHADDD      Y11, Y10, Y10
+	VPHADDD      Y10, Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPADDD       X9, X8, X8
+	FP16(0(SI), X4)
+	FP16(2(SI), X5)
+	VMOVSS       (DX), X6
+	VMULSS       X6, X4, X4
+	VMULSS       X6, X5, X5
+	TESTQ        R8, R8
+	JNZ          q4Kgemm
+	VPSHUFD      $0x4e, X8, X7
+	VPADDD       X7, X8, X8
+	VPSHUFD      $0xb1, X8, X7
+	VPADDD       X7, X8, X8
+	VPSHUFD      $0x4e, X2, X7
+	VPADDD       X7, X2, X2
+	VPSHUFD      $0xb1, X2, X7
+	VPADDD       X7, X2, X2
+	VCVTDQ2PS    X8, X8
+	VCVTDQ2PS    X2, X2
+	VFMADD231SS  X4, X8, X14
+	VFMADD231SS  X5, X2, X13
+	JMP          q4Knext
+
+q4Kgemm:
+	VCVTDQ2PS   X8, X8
+	VCVTDQ2PS   X2, X2
+	VFMADD231SS X4, X8, X14
+	VFMADD231SS X5, X2, X13
+	VPSHUFD     $0x55, X8, X7
+	VPSHUFD     $0x55, X2, X3
+	VFMADD231SS X4, X7, X14
+	VFMADD231SS X5, X3, X13
+	VPSHUFD     $0xaa, X8, X7
+	VPSHUFD     $0xaa, X2, X3
+	VFMADD231SS X4, X7, X14
+	VFMADD231SS X5, X3, X13
+	VPSHUFD     $0xff, X8, X7
+	VPSHUFD     $0xff, X2, X3
+	VFMADD231SS X4, X7, X14
+	VFMADD231SS X5, X3, X13
+
+q4Knext:
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q4Kloop
+	VSUBSS     X13, X14, X0
+	VMOVSS     X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// HSUM8 reduces Y14 into X0 as ggml's hsum_float_8.
+#define HSUM8 \
+	VEXTRACTF128 $1, Y14, X0 \
+	VADDPS       X14, X0, X0 \
+	VMOVHLPS     X0, X0, X1  \
+	VADDPS       X1, X0, X0  \
+	VMOVSHDUP    X0, X1      \
+	VADDSS       X1, X0, X0
+
+// func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+// The AVX2 ggml_vec_dot_q5_K_q8_K.
+TEXT ·q5KDotAVX2(SB), NOSPLIT, $0-44
+	MOVQ    w+0(FP), SI
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	VMOVDQU kqm4<>(SB), Y15
+	VMOVDQU kqone<>(SB), Y12
+	VXORPS  Y14, Y14, Y14
+	VXORPS  X13, X13, X13
+
+q5Kloop:
+	KSCALES
+	KMINS
+	// summs += -(dy*dmin) * (sum of the four), fused.
+	VPSHUFD     $0x4e, X2, X7
+	VPADDD      X7, X2, X2
+	VPSHUFD     $0xb1, X2, X7
+	VPADDD      X7, X2, X2
+	VCVTDQ2PS   X2, X2
+	FP16(2(SI), X5)
+	VMULSS      (DX), X5, X5
+	MOVL        $0x80000000, AX
+	VMOVD       AX, X6
+	VXORPS      X6, X5, X5
+	VFMADD231SS X2, X5, X13
+	VMOVDQU     16(SI), Y11
+	VPXOR       Y3, Y3, Y3
+	MOVQ        $0, R8
+
+q5Kchunk:
+	// Chunk R8 (0..3): quants at 48+32*R8, high bits 2*R8 and 2*R8+1 of qh.
+	MOVQ       R8, R9
+	SHLQ       $5, R9
+	VMOVDQU    48(SI)(R9*1), Y4
+	VPAND      Y15, Y4, Y5
+	VPSRLW     $4, Y4, Y4
+	VPAND      Y15, Y4, Y4
+	VPAND      Y12, Y11, Y6
+	VPSLLW     $4, Y6, Y6
+	VPADDB     Y6, Y5, Y5
+	VPSRLW     $1, Y11, Y11
+	VPAND      Y12, Y11, Y6
+	VPSLLW     $4, Y6, Y6
+	VPADDB     Y6, Y4, Y4
+	VPSRLW     $1, Y11, Y11
+	SHLQ       $1, R9
+	VPMADDUBSW (DI)(R9*1), Y5, Y5
+	VPMADDUBSW 32(DI)(R9*1), Y4, Y4
+	LEAQ       kq4shuf<>(SB), R10
+	VPSHUFB    (R10)(R9*1), Y1, Y6
+	VPSHUFB    32(R10)(R9*1), Y1, Y7
+	VPMADDWD   Y6, Y5, Y5
+	VPMADDWD   Y7, Y4, Y4
+	VPADDD     Y4, Y5, Y5
+	VPADDD     Y5, Y3, Y3
+	INCQ       R8
+	CMPQ       R8, $4
+	JLT        q5Kchunk
+
+	FP16(0(SI), X4)
+	VMULSS       (DX), X4, X4
+	VBROADCASTSS X4, Y4
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  Y3, Y4, Y14
+	ADDQ         $176, SI
+	ADDQ         $256, DI
+	ADDQ         $4, DX
+	ADDQ         $32, BX
+	DECQ         CX
+	JNZ          q5Kloop
+	HSUM8
+	VADDSS       X13, X0, X0
+	VMOVSS       X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// KQ6CHUNK: q8 products of one 32-value chunk Q (unsigned quants) at
+// OFF(DI), scaled by int8 scales IS and IS+1 (bytes of X0) per half.
+#define KQ6CHUNK(Q, OFF, IS) \
+	VPMADDUBSW OFF(DI), Q, Q                \
+	VPSHUFB    kq6shuf<>+(16*(IS))(SB), X0, X11 \
+	VPMOVSXBW  X11, Y11                     \
+	VPMADDWD   Y11, Q, Q                    \
+	VPADDD     Q, Y3, Y3
+
+// KQ6HALF: the 128 values of half J (ql at 64J, qh at 128+32J).
+#define KQ6HALF(J) \
+	VMOVDQU (64*J)(SI), Y4          \
+	VMOVDQU (64*J+32)(SI), Y5       \
+	VMOVDQU (128+32*J)(SI), Y6      \
+	VPAND   kqm3<>(SB), Y6, Y7      \
+	VPSLLW  $4, Y7, Y7              \
+	VPAND   kqm12<>(SB), Y6, Y8     \
+	VPSLLW  $2, Y8, Y8              \
+	VPAND   kqm48<>(SB), Y6, Y9     \
+	VPAND   kqmc0<>(SB), Y6, Y10    \
+	VPSRLW  $2, Y10, Y10            \
+	VPAND   Y15, Y4, Y11            \
+	VPOR    Y11, Y7, Y7             \
+	VPAND   Y15, Y5, Y11            \
+	VPOR    Y11, Y8, Y8             \
+	VPSRLW  $4, Y4, Y4              \
+	VPAND   Y15, Y4, Y4             \
+	VPOR    Y4, Y9, Y9              \
+	VPSRLW  $4, Y5, Y5              \
+	VPAND   Y15, Y5, Y5             \
+	VPOR    Y5, Y10, Y10            \
+	KQ6CHUNK(Y7, 128*J, 4*J)        \
+	KQ6CHUNK(Y8, 128*J+32, 4*J+1)   \
+	KQ6CHUNK(Y9, 128*J+64, 4*J+2)   \
+	KQ6CHUNK(Y10, 128*J+96, 4*J+3)
+
+// func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+// The AVX2 ggml_vec_dot_q6_K_q8_K.
+TEXT ·q6KDotAVX2(SB), NOSPLIT, $0-44
+	MOVQ    w+0(FP), SI
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	VMOVDQU kqm4<>(SB), Y15
+	VXORPS  Y14, Y14, Y14
+
+q6Kloop:
+	VMOVDQU   192(SI), X0
+	VPMOVSXBW X0, Y1
+	VMOVDQU   (BX), Y2
+	VPMADDWD  Y1, Y2, Y2
+	VPSLLD    $5, Y2, Y2
+	VPXOR     Y3, Y3, Y3
+	KQ6HALF(0)
+	KQ6HALF(1)
+	VPSUBD       Y2, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	FP16(208(SI), X4)
+	VMULSS       (DX), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS  Y3, Y4, Y14
+	ADDQ         $210, SI
+	ADDQ         $256, DI
+	ADDQ         $4, DX
+	ADDQ         $32, BX
+	DECQ         CX
+	JNZ          q6Kloop
+	HSUM8
+	VMOVSS       X0, ret+40(FP)
+	VZEROUPPER
+	RET
