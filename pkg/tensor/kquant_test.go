@@ -205,3 +205,40 @@ func TestQuantizeKRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulGGMLKQuant: through MatMulGGML, each token of a q4_K batch
+// follows llama.cpp's gemm or gemv as its row mode says, and q5_K/q6_K
+// tokens its vec_dot, whatever the batch and thread count.
+func TestMatMulGGMLKQuant(t *testing.T) {
+	r := readKRef(t)
+	for _, threads := range []int{1, 2} {
+		ctx := NewCtx(threads)
+		for i, typ := range []DType{Q4_K, Q5_K, Q6_K} {
+			w, err := NewMatrix(typ, refR, refC, r.types[i].w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, modes := range [][]RowMode{nil, {RowGemm4, 0, RowGemm4 | RowSgemm, 0}} {
+				y := make([]float32, refT*refR)
+				if err := ctx.MatMulGGML(r.x, refT, modes, Out{w, y}); err != nil {
+					t.Fatal(err)
+				}
+				for tok := 0; tok < refT; tok++ {
+					want := r.types[i].y
+					if typ == Q4_K {
+						want = r.gemv
+						if modes != nil && modes[tok]&RowGemm4 != 0 {
+							want = r.gemm
+						}
+					}
+					for row := 0; row < refR; row++ {
+						if got := y[tok*refR+row]; !bitsEqual(got, want[tok*refR+row]) {
+							t.Fatalf("%s threads %d modes %v token %d row %d: %v, llama.cpp %v", typ, threads, modes, tok, row, got, want[tok*refR+row])
+						}
+					}
+				}
+			}
+		}
+		ctx.Close()
+	}
+}

@@ -30,9 +30,12 @@ func TestMatMulMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, threads := range []int{1, 3} {
 		ctx := NewCtx(threads)
-		for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0} {
-			for _, shape := range [][3]int{{1, 64, 96}, {5, 256, 128}, {33, 64, 512}} {
+		for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
+			for _, shape := range [][3]int{{1, 64, 96}, {5, 256, 128}, {33, 64, 512}, {3, 72, 768}} {
 				T, rows, cols := shape[0], shape[1], shape[2]
+				if cols%dt.BlockLen() != 0 {
+					continue
+				}
 				w1, d1 := randMatrix(t, r, dt, rows, cols)
 				w2, d2 := randMatrix(t, r, dt, rows/2, cols)
 				x := randVec(r, T*cols, 1)
@@ -74,12 +77,12 @@ func TestMatMulMatchesReference(t *testing.T) {
 // on what else is in the batch).
 func TestMatMulBatchInvariant(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0} {
+	for _, dt := range []DType{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
 		// 72 rows: packed q4_0 groups; 70: q4_0 without packing, and row
 		// counts that leave tails for the four-row kernels.
 		for _, shape := range [][2]int{{72, 256}, {70, 96}, {9, 5632}} {
 			rows, cols := shape[0], shape[1]
-			if dt.Quantized() && cols%QK != 0 {
+			if cols%dt.BlockLen() != 0 {
 				continue
 			}
 			w, _ := randMatrix(t, r, dt, rows, cols)
