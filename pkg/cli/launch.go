@@ -20,7 +20,18 @@ func newLaunchCmd() *cobra.Command {
 machine), saves it as <run_dir>/config.json, starts the roles in LightLLM's order
 (metric → router + detokenizer → infer → apiserver → health), waiting for each to
 report ready, and supervises them: a role that dies is restarted alone. SIGTERM or
-Ctrl-C stops everything in order and removes the instance's shm files and sockets.`,
+Ctrl-C stops everything in order and removes the instance's shm files and sockets
+(so does ` + "`lightllm stop`" + ` from another shell).
+
+--model_dir is a Hugging Face directory, a .gguf file, a Hub id (org/name, downloaded
+once into the HF cache; HF_HUB_OFFLINE=1 uses the cache only), or builtin:tiny-random.
+Without --model_dir the server downloads and serves ` + hub.DefaultModel + `.
+
+Flags are snake_case as LightLLM's; kebab-case spellings (vLLM's) are the same flags.`,
+		Example: `  lightllm launch --model_dir ../shared/models/stories260K/hf --port 8080
+  lightllm launch --model_dir Qwen/Qwen3-0.6B --host 0.0.0.0 --api_key "$KEY"
+  lightllm launch --model_dir model.gguf --served_model_name mymodel --allowed_origins https://ui.example
+  lightllm launch                       # downloads and serves ` + hub.DefaultModel,
 		Args: cobra.NoArgs,
 	}
 	flags := config.RegisterFlags(cmd.Flags())

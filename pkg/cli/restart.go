@@ -21,7 +21,14 @@ func newRestartCmd() *cobra.Command {
 	noWait := cmd.Flags().Bool("no-wait", false, "return once the restart is requested")
 	timeout := cmd.Flags().Duration("timeout", 5*time.Minute, "how long to wait for the new process to be ready")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return supervisor.RestartRole(cmd.Context(), *t, args[0], !*noWait, *timeout, cmd.OutOrStdout())
+		tgt, in, err := target(cmd.Context(), cmd, t)
+		if err != nil {
+			return err
+		}
+		if err := unsupervised(cmd.Context(), tgt, in, "restart it with `systemctl restart lightllm-"+args[0]+"@"+tgt.Instance+".service`"); err != nil {
+			return err
+		}
+		return supervisor.RestartRole(cmd.Context(), tgt, args[0], !*noWait, *timeout, cmd.OutOrStdout())
 	}
 	return cmd
 }

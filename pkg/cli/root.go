@@ -5,6 +5,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
 )
 
 // NewRoot returns the root `lightllm` command with every subcommand attached.
@@ -15,6 +17,10 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// One flag style (snake_case, kebab-case accepted) and a "did you
+	// mean" on a misspelt flag, for every subcommand.
+	root.SetGlobalNormalizationFunc(config.SnakeCase)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return config.SuggestFlag(cmd.Flags(), err) })
 	root.AddCommand(
 		newVersionCmd(),
 		newSimCmd(),
@@ -23,7 +29,7 @@ func NewRoot() *cobra.Command {
 		newRunCmd(), newBenchEngineCmd(),
 		newBenchCmd(),
 		newGenModelCmd(),
-		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(),
+		newLaunchCmd(), newStatusCmd(), newStopCmd(), newRestartCmd(), newPsCmd(),
 		newEPPProxyCmd(),
 		newMembwCmd(),
 		newBenchGrammarCmd(),

@@ -22,13 +22,18 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Generate text for one prompt and print only the generated text",
-		Long: "Loads a model (Hugging Face directory or .gguf file), generates for --prompt and prints the\n" +
+		Long: "Loads a model (Hugging Face directory, .gguf file or Hub id, as launch resolves it), generates for --prompt and prints the\n" +
 			"generated text to stdout. An empty prompt means BOS only. --temperature 0 (the default) is greedy.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.ModelPath == "" {
 				return errors.New("--model_dir is required")
 			}
+			path, err := localModel(cmd.Context(), o.ModelPath, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			o.ModelPath = path
 			ids, err := parseIDs(stops)
 			if err != nil {
 				return fmt.Errorf("--stop_token_ids: %w", err)

@@ -113,3 +113,56 @@ func TestBenchEngineJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestHubIDFromCache: run and tokenize resolve a Hub id from the HF cache
+// as launch does, offline (HF_HUB_OFFLINE=1), instead of failing with
+// "stat org/name".
+func TestHubIDFromCache(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join(storiesDir(t), "hf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	snap := filepath.Join(cache, "models--test-org--stories", "snapshots", "0123456789abcdef0123456789abcdef01234567")
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(snap, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs := filepath.Join(cache, "models--test-org--stories", "refs")
+	if err := os.MkdirAll(refs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(refs, "main"), []byte(filepath.Base(snap)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	want, err := execute("run", "--model_dir", src, "--prompt", "Once upon a time", "--max_new_tokens", "8")
+	if err != nil {
+		t.Fatalf("run from the directory: %v\n%s", err, want)
+	}
+	got, err := execute("run", "--model_dir", "test-org/stories", "--prompt", "Once upon a time", "--max_new_tokens", "8")
+	if err != nil || !strings.HasSuffix(got, want) {
+		t.Fatalf("run from the Hub id: %v\n%q, want %q", err, got, want)
+	}
+	root := NewRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetIn(strings.NewReader(`["Once upon a time"]`))
+	root.SetArgs([]string{"tokenize", "--model_dir", "test-org/stories"})
+	if err := root.Execute(); err != nil || !strings.HasPrefix(strings.TrimSpace(out.String()), "[[") {
+		t.Fatalf("tokenize from the Hub id: %v\n%s", err, out.String())
+	}
+	if out, err := execute("run", "--model_dir", "test-org/missing", "--prompt", "x"); err == nil {
+		t.Fatalf("a model in no cache ran offline: %s", out)
+	}
+}

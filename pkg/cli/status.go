@@ -13,7 +13,7 @@ import (
 func addTargetFlags(cmd *cobra.Command) *supervisor.Target {
 	t := &supervisor.Target{}
 	cmd.Flags().StringVar(&t.Instance, "instance", "", "instance name (default: the port)")
-	cmd.Flags().IntVar(&t.Port, "port", 8000, "HTTP port of the instance, when --instance is not given")
+	cmd.Flags().IntVar(&t.Port, "port", 8000, "HTTP port of the instance, when --instance is not given (with neither: the one instance running here)")
 	cmd.Flags().StringVar(&t.RunDir, "run_dir", "", "run directory (default: found from the instance's lock file in its shm dir)")
 	cmd.Flags().StringVar(&t.ShmDir, "shm_dir", "", "shm directory, if the instance was launched with --shm_dir")
 	return t
@@ -22,13 +22,26 @@ func addTargetFlags(cmd *cobra.Command) *supervisor.Target {
 func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--instance NAME]",
-		Short: "Show each role's pid, state, uptime and restarts",
+		Short: "Show each role's pid, state, uptime and restarts (default: the instance running on this host)",
 		Args:  cobra.NoArgs,
 	}
 	t := addTargetFlags(cmd)
 	asJSON := cmd.Flags().Bool("json", false, "print the raw status as JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		st, err := supervisor.QueryStatus(cmd.Context(), *t)
+		tgt, in, err := target(cmd.Context(), cmd, t)
+		if err != nil {
+			return err
+		}
+		st, err := supervisor.QueryStatus(cmd.Context(), tgt)
+		if isNotRunning(err) {
+			// No supervisor: systemd units may run it; their roles are in shm.
+			if in == nil {
+				in, _ = supervisor.Inspect(cmd.Context(), tgt)
+			}
+			if in != nil && in.Manager == supervisor.ManagerSystemd {
+				st, err = in.Status, nil
+			}
+		}
 		if err != nil {
 			return err
 		}

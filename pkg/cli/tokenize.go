@@ -16,14 +16,19 @@ func newTokenizeCmd() *cobra.Command {
 		Use:   "tokenize",
 		Short: "Tokenize a JSON array of strings read from stdin; print a JSON array of id arrays",
 		Long: "Reads a JSON array of strings on stdin and prints a JSON array of token id arrays.\n" +
-			"--model_dir is a directory with tokenizer.json (weights not needed), a .gguf file, or builtin:tiny-random.\n" +
+			"--model_dir is a directory with tokenizer.json (weights not needed), a .gguf file, a Hub id (org/name,\n" +
+			"from the HF cache or downloaded as launch does), or builtin:tiny-random.\n" +
 			"Special tokens are not added unless --add_special_tokens (HF add_special_tokens).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" {
 				return errors.New("--model_dir is required")
 			}
-			tk, err := model.LoadTokenizer(modelDir)
+			path, err := localModel(cmd.Context(), modelDir, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			tk, err := model.LoadTokenizer(path)
 			if err != nil {
 				return err
 			}

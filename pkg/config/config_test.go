@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -279,5 +280,32 @@ func TestNoModelHint(t *testing.T) {
 	_, err := Resolve(cfg, testOpts())
 	if !errors.Is(err, ErrNoModel) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("want the one-line ErrNoModel hint, got %v", err)
+	}
+}
+
+func TestFlagStyleAndSuggestion(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string // "" = parses
+	}{
+		{[]string{"--max-total-token-num", "100"}, ""},
+		{[]string{"--max_total_token_num", "100"}, ""},
+		{[]string{"--check-config"}, ""},
+		{[]string{"--max-total-tokens", "100"}, "did you mean --max_total_token_num?)"},
+		{[]string{"--modle_dir", "x"}, "did you mean --model_dir?)"},
+		{[]string{"--zzzzzzzz"}, "unknown flag: --zzzzzzzz"},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		RegisterFlags(fs)
+		err := SuggestFlag(fs, fs.Parse(tc.args))
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.wantErr)):
+			t.Errorf("%v: error %v, want ...%s", tc.args, err, tc.wantErr)
+		case tc.wantErr == "unknown flag: --zzzzzzzz" && strings.Contains(err.Error(), "did you mean"):
+			t.Errorf("%v: a far-off suggestion: %v", tc.args, err)
+		}
 	}
 }

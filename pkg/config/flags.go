@@ -22,8 +22,9 @@ type Flags struct {
 func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs, cfg: DefaultConfig()}
 	c := &f.cfg
+	fs.SetNormalizeFunc(SnakeCase)
 	fs.StringVar(&f.configFile, "config", "", "read the configuration from this JSON file (flags given explicitly override it)")
-	fs.BoolVar(&f.checkConfig, "check-config", false, "validate and resolve the configuration, print it, and exit")
+	fs.BoolVar(&f.checkConfig, "check_config", false, "validate and resolve the configuration, print it, and exit")
 
 	fs.StringVar(&c.Instance, "instance", c.Instance, "instance name: prefixes the run dir, shm dir and sockets (default: the port)")
 	fs.StringVar(&c.RunDir, "run_dir", c.RunDir, "run directory (default: $LIGHTLLM_RUN_DIR/<instance>, /run/lightllm/<instance>, or /tmp/lightllm-<instance>)")
@@ -114,7 +115,7 @@ func (f *Flags) Config() (*Config, error) {
 		var setErr error
 		f.fs.Visit(func(fl *pflag.Flag) {
 			v, ok := explicit[fl.Name]
-			if !ok || fl.Name == "config" || fl.Name == "check-config" || setErr != nil {
+			if !ok || fl.Name == "config" || fl.Name == "check_config" || setErr != nil {
 				return
 			}
 			if err := fl.Value.Set(v); err != nil {

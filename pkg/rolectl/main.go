@@ -72,7 +72,7 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		return fail(2, err)
+		return fail(2, config.SuggestFlag(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return fail(2, fmt.Errorf("unexpected arguments %q", fs.Args()))

@@ -130,7 +130,8 @@ func StopInstance(ctx context.Context, t Target, timeout time.Duration, w io.Wri
 			return fmt.Errorf("stop: %w", cerr)
 		}
 		if len(did) == 0 {
-			fmt.Fprintf(w, "instance %s is not running\n", cfg.Instance)
+			// Nothing stopped, nothing cleaned: a script must see it.
+			return fmt.Errorf("instance %s is not running (`lightllm ps` lists the instances on this host): %w", cfg.Instance, rolectl.ErrNotRunning)
 		} else {
 			fmt.Fprintf(w, "instance %s is not running; cleaned up after it:\n  %s\n", cfg.Instance, strings.Join(did, "\n  "))
 		}
