@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -196,11 +197,19 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	}
 }
 
+// textOf reads the text of the first node sel selects in one evaluation:
+// the status page redraws its table every second, so a node looked up by
+// id may be gone by the time it is read.
+func textOf(sel string) chromedp.Action[string] {
+	q, _ := json.Marshal(sel)
+	return chromedp.Evaluate[string](`((n) => n ? n.textContent : '')(document.querySelector(` + string(q) + `))`)
+}
+
 // waitText polls until the text of the node sel selects is want.
 func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		for {
-			got, err := chromedp.Text(chromedp.CSS(sel))(ctx, tg)
+			got, err := textOf(sel)(ctx, tg)
 			if err != nil {
 				return err
 			}
@@ -246,6 +255,22 @@ func pageAPIChat(t *testing.T, c *apiClient, prompt string, maxTokens int) strin
 	return api.Choices[0].Message.Content
 }
 
+// pageAPICompletion is the same request through /v1/completions, the
+// endpoint the page uses for a model without a chat template.
+func pageAPICompletion(t *testing.T, c *apiClient, prompt string, maxTokens int) string {
+	t.Helper()
+	var api struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	c.postJSON(t, "/v1/completions", map[string]any{"prompt": prompt, "temperature": 0, "max_tokens": maxTokens}, &api)
+	if len(api.Choices) != 1 {
+		t.Fatalf("API answered %d choices", len(api.Choices))
+	}
+	return api.Choices[0].Text
+}
+
 // partialSteps checks that every streamed state is a prefix of the final
 // rendering and counts the states before it.
 func partialSteps(t *testing.T, b *browser, seen []string) int {
@@ -286,7 +311,8 @@ func TestWebPages(t *testing.T) {
 	hf := filepath.Join(models, "stories260K", "hf")
 	s := launch(t, bin, hf, "--chat_template", tmpl)
 	const key = "page-test-key"
-	slow := launch(t, bin, hf, "--chat_template", tmpl, "--backend", "synthetic", "--synthetic_step_ms", "40", "--api_key", key)
+	// No chat template here: the page must fall back to /v1/completions.
+	slow := launch(t, bin, hf, "--backend", "synthetic", "--synthetic_step_ms", "40", "--api_key", key)
 	c, cSlow := newAPIClient(t, s.base), newAPIClient(t, slow.base)
 	cSlow.header = map[string]string{"Authorization": "Bearer " + key}
 	b := newBrowser(t, exe)
@@ -319,8 +345,11 @@ func TestWebPages(t *testing.T) {
 		b.do(t, "open the slow server's chat and give the key", 20*time.Second, chromedp.Navigate(slow.base+"/"),
 			chromedp.WaitVisible(chromedp.CSS(`#keydlg input`)), chromedp.SendKeys(chromedp.CSS(`#keydlg input`), key), enter,
 			chromedp.WaitVisible(chromedp.CSS(`#health.ok`)))
+		if mode := get(t, b, "endpoint", chromedp.Text(chromedp.ID("mode"))); !strings.Contains(mode, "/v1/completions") {
+			t.Fatalf("without a chat template the page should use /v1/completions, it says %q", mode)
+		}
 		got, seen := askPage(t, b, prompt, map[string]string{"temperature": "0", "max_tokens": fmt.Sprint(n)}, 0, "done")
-		if want := pageAPIChat(t, cSlow, prompt, n); got.Content != want || want == "" {
+		if want := pageAPICompletion(t, cSlow, prompt, n); got.Content != want || want == "" {
 			t.Fatalf("page answer (%s) differs from the API's:\npage: %q\napi:  %q", got.State, got.Content, want)
 		}
 		// One token per 40 ms step, each its own chunk: the text must grow
@@ -350,7 +379,7 @@ func TestWebPages(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		// 80 of the 400 tokens are enough to show the answer was cut short.
-		if head := pageAPIChat(t, cSlow, prompt, 80); len(got.Content) < 40 || len(got.Content) >= len(head) || !strings.HasPrefix(head, got.Content) {
+		if head := pageAPICompletion(t, cSlow, prompt, 80); len(got.Content) < 40 || len(got.Content) >= len(head) || !strings.HasPrefix(head, got.Content) {
 			t.Fatalf("stopped answer (%d chars) should be a prefix of the first 80 tokens (%d chars): %q", len(got.Content), len(head), got.Content)
 		}
 		t.Logf("stopped after %d characters; cancelled requests %d → %d", len(got.Content), before.Traffic.Cancelled, st.Traffic.Cancelled)
@@ -394,13 +423,13 @@ func TestWebPages(t *testing.T) {
 		row := `tr[data-role="detokenizer"]`
 		b.do(t, "open the status page", 20*time.Second, chromedp.Navigate(s.base+"/dashboard"),
 			chromedp.WaitVisible(chromedp.CSS(row+` .badge.ok`)), waitText("#running", "0"))
-		restarts := get(t, b, "restart count", chromedp.Text(chromedp.CSS(row+` td.restarts`)))
+		restarts := get(t, b, "restart count", textOf(row+` td.restarts`))
 		old := s.kill9("detokenizer")
 		want := fmt.Sprint(atoiOr(restarts, 0) + 1)
 		b.do(t, "see the restart", 30*time.Second, waitText(row+` td.restarts`, want), waitText(row+` td.state`, "ready"))
 		b.do(t, "tall window", 5*time.Second, chromedp.EmulateViewport(1280, 1280), chromedp.Sleep(1200*time.Millisecond))
 		b.screenshot(t, "dashboard.png")
-		if pid := get(t, b, "new pid", chromedp.Text(chromedp.CSS(row+` td.pid`))); pid == fmt.Sprint(old) {
+		if pid := get(t, b, "new pid", textOf(row+` td.pid`)); pid == fmt.Sprint(old) {
 			t.Errorf("status page still shows the killed pid %s", pid)
 		}
 	})
@@ -414,6 +443,23 @@ func TestWebPages(t *testing.T) {
 			}
 			b.screenshot(t, shot)
 		}
+	})
+
+	t.Run("dark color scheme", func(t *testing.T) {
+		dark := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		})
+		b.do(t, "dark status page", 20*time.Second, dark, chromedp.Navigate(s.base+"/dashboard"),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-role="infer"]`)))
+		// The body's background, as "rgb(r, g, b)": dark means a low sum.
+		bg := get(t, b, "background", chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		var r, g, bl int
+		if _, err := fmt.Sscanf(bg, "rgb(%d, %d, %d)", &r, &g, &bl); err != nil || r+g+bl > 3*80 {
+			t.Errorf("with prefers-color-scheme: dark the page background is %q", bg)
+		}
+		b.screenshot(t, "dark-dashboard.png")
 	})
 
 	if bad := b.errors(); len(bad) > 0 {
