@@ -91,8 +91,9 @@ func (o Options) resolve(cfg model.Config) (resolved, error) {
 	r := resolved{Options: o}
 	// The device forward pass has the llama/qwen2/qwen3 block only: a
 	// model needing more is refused by name, never run without it.
-	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 {
-		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
+	longRoPE := cfg.RopeScaling != nil && cfg.RopeScaling.Type == "longrope"
+	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 || longRoPE {
+		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling, LongRoPE) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
 	}
 	var err error
 	switch {

@@ -24,7 +24,8 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		// The model's default KV type (f16, as llama.cpp's CPU path) keeps
 		// greedy output token-exact with llama.cpp; the engine replays a
 		// resumed request's original chunks so a restart changes nothing.
-		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true, MmapWeights: cfg.MmapWeights, KVType: cfg.KVCacheDtype})
+		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true, MmapWeights: cfg.MmapWeights, KVType: cfg.KVCacheDtype,
+			Context: cfg.MaxReqTotalLen})
 		if err != nil {
 			return nil, nil, fmt.Errorf("load model: %w", err)
 		}

@@ -47,11 +47,17 @@ type Config struct {
 
 // RopeScaling is a supported RoPE frequency scaling.
 type RopeScaling struct {
-	Type           string  // "llama3" | "linear"
+	Type           string  // "llama3" | "linear" | "longrope"
 	Factor         float64 // linear: positions divided by Factor
 	LowFreqFactor  float64 // llama3
 	HighFreqFactor float64 // llama3
-	OriginalMaxPos int     // llama3
+	OriginalMaxPos int     // llama3, longrope
+	// LongRoPE (phi3): per-pair frequency divisors for contexts up to
+	// OriginalMaxPos (short) and beyond (long), chosen at load by the
+	// context the model runs at (LoadOptions.Context) as llama.cpp chooses
+	// by n_ctx; cos and sin are multiplied by AttnFactor.
+	ShortFactor, LongFactor []float32
+	AttnFactor              float32
 }
 
 func (c *Config) validate() error {
@@ -196,6 +202,9 @@ func readHFConfig(dir string) (Config, error) {
 	if err := fam.checkHF(&hc, b, &c); err != nil {
 		return Config{}, fmt.Errorf("model %s: %w", path, err)
 	}
+	if rs := c.RopeScaling; rs != nil && rs.Type == "longrope" && len(rs.ShortFactor) == 0 {
+		return Config{}, fmt.Errorf("model %s: rope_scaling longrope is not supported for %s", path, c.Arch)
+	}
 	return c, nil
 }
 
@@ -226,6 +235,10 @@ func parseHFRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 			return nil, fmt.Errorf("rope_scaling: linear factor %v", rs.Factor)
 		}
 		return &RopeScaling{Type: "linear", Factor: rs.Factor}, nil
+	case "longrope", "su":
+		// The factors live in the family's own config (family_phi3.go);
+		// a family that does not fill them is refused in readHFConfig.
+		return &RopeScaling{Type: "longrope"}, nil
 	case "llama3":
 		if rs.Factor <= 0 || rs.LowFreqFactor <= 0 || rs.HighFreqFactor <= rs.LowFreqFactor || rs.OriginalMaxPos <= 0 {
 			return nil, fmt.Errorf("rope_scaling: bad llama3 parameters %s", raw)
@@ -233,7 +246,7 @@ func parseHFRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 		return &RopeScaling{Type: "llama3", Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
 			HighFreqFactor: rs.HighFreqFactor, OriginalMaxPos: rs.OriginalMaxPos}, nil
 	}
-	return nil, fmt.Errorf("rope_scaling type %q is not supported (llama3, linear)", typ)
+	return nil, fmt.Errorf("rope_scaling type %q is not supported (llama3, linear; longrope for phi3)", typ)
 }
 
 // Llama3FreqFactors returns the per-pair frequency divisors of Llama 3

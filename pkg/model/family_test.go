@@ -70,6 +70,9 @@ type familyFixture struct {
 	opts  GenOptions
 	runs  map[string]string // dtype -> testdata file
 	forms []string          // "gguf-f16", "gguf-q8_0", "hf-f16"
+	// context is LoadOptions.Context: llama.cpp's n_ctx for the runs (the
+	// reference scripts use 512, more for a longer prompt).
+	context int
 }
 
 // checkFamilyFixture generates the fixture's files, loads each form and
@@ -95,7 +98,7 @@ func checkFamilyFixture(t *testing.T, fx familyFixture) {
 			if err := gen(path, o); err != nil {
 				t.Fatal(err)
 			}
-			m, err := Load(path, LoadOptions{Threads: 2})
+			m, err := Load(path, LoadOptions{Threads: 2, Context: fx.context})
 			if err != nil {
 				t.Fatal(err)
 			}

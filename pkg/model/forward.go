@@ -380,6 +380,9 @@ func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 		}
 		t *= m.freqScale
 		sin[i], cos[i] = sincosf(t)
+		if m.ropeMscale != 0 {
+			sin[i], cos[i] = sin[i]*m.ropeMscale, cos[i]*m.ropeMscale
+		}
 		theta *= m.ropeScale
 	}
 }

@@ -29,6 +29,9 @@ type GenOptions struct {
 	// Granite's multipliers (0: Granite 3.0's values); other families
 	// ignore them.
 	EmbedScale, ResidualScale, AttnScale, LogitScale float64
+	// RopeOrigMaxPos > 0 gives a phi3 model LongRoPE with that original
+	// context (MaxPos its extended one) and fixed short/long factors.
+	RopeOrigMaxPos int
 }
 
 func (o *GenOptions) normalize() (tensor.DType, *family, error) {

@@ -25,6 +25,10 @@ type LoadOptions struct {
 	KVType string
 	// NoTokenizer skips loading the tokenizer (benchmarks, weight-only tests).
 	NoTokenizer bool
+	// Context is the longest sequence the model will run (the server's
+	// max_req_total_len), llama.cpp's n_ctx: it picks LongRoPE's short or
+	// long factors. 0: the model's training context, llama.cpp's default.
+	Context int
 	// MmapWeights keeps every matrix in the file mapping instead of
 	// copying the streamed ones into huge-page memory (tensor.WeightArena):
 	// less load time and no private copy, about 12% slower decode.
@@ -63,7 +67,8 @@ type Model struct {
 	kqScale    float32   // attention logit scale
 	ropeScale  float32   // theta multiplier per pair: base^(-2/d)
 	freqScale  float32   // linear scaling: 1/factor
-	freqFactor []float32 // per-pair divisors (Llama 3 scaling), nil if none
+	freqFactor []float32 // per-pair divisors (Llama 3 scaling, LongRoPE), nil if none
+	ropeMscale float32   // cos/sin multiplier (LongRoPE's attention factor); 0 or 1: none
 	kvF16      bool
 	kvQ8       bool // KV store in q8_0 blocks (kvF16 false)
 	lanes      int  // f32 vector width of the llama.cpp build whose rounding we follow
@@ -118,7 +123,7 @@ func (m *Model) finishLoad(opts LoadOptions) (*Model, error) {
 		m.closeFiles()
 		return nil, fmt.Errorf("model: KV type %q (want f16, q8_0 or f32)", opts.KVType)
 	}
-	m.initRope()
+	m.initRope(opts.Context)
 	m.lanes = tensor.GGMLLanes()
 	m.ctx = tensor.NewCtx(opts.Threads)
 	return m, nil
@@ -317,8 +322,18 @@ func (m *Model) loadWeights(l *loader) error {
 	return nil
 }
 
-func (m *Model) initRope() {
+func (m *Model) initRope(context int) {
 	c := &m.cfg
+	if rs := c.RopeScaling; rs != nil && rs.Type == "longrope" {
+		if context <= 0 {
+			context = c.MaxPos
+		}
+		m.freqFactor = rs.ShortFactor
+		if context > rs.OriginalMaxPos {
+			m.freqFactor = rs.LongFactor
+		}
+		m.ropeMscale = rs.AttnFactor
+	}
 	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.HeadDim))))
 	m.kqScale = c.AttnScale
 	if c.QScale != 0 {
