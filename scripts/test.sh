@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+# Missing shared test models or fixtures (../shared, or LIGHTLLM_TEST_MODELS)
+# fail the golden tests, naming what is missing, instead of skipping them
+# (pkg/testmodels): a green run always tested the model.
+export LIGHTLLM_REQUIRE_MODELS="${LIGHTLLM_REQUIRE_MODELS:-1}"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "gofmt"

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/apiserver/fakebackend"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -66,7 +68,7 @@ func storiesTokenizer(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	dir := filepath.Join(modelsDir(t), "stories260K", "hf")
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Skipf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err), nil)
 	}
 	tokOnce.Do(func() { tokVal, tokErr = tokenizer.LoadDir(dir) })
 	if tokErr != nil {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -50,7 +52,7 @@ func testServer(t testing.TB) *Server {
 	}
 	dir = filepath.Join(dir, "stories260K", "hf")
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Skipf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err), nil)
 	}
 	internalTokOnce.Do(func() { internalTok, internalTokErr = tokenizer.LoadDir(dir) })
 	if internalTokErr != nil {

@@ -3,6 +3,8 @@ package chattmpl
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"math"
 	"strings"
 	"testing"
@@ -17,7 +19,7 @@ func TestRenderMessagesMatchesFixture(t *testing.T) {
 		Cases     []fixtureCase     `json:"cases"`
 	}
 	if !readJSON(t, path, &fx) {
-		t.Skipf("chat template fixtures not available at %s", path)
+		testmodels.Missing(t, fmt.Sprintf("chat template fixtures not available at %s", path), nil)
 	}
 	var want string
 	for _, c := range fx.Cases {

@@ -3,6 +3,7 @@ package chattmpl
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,7 +135,7 @@ func diffTemplates(t *testing.T) map[string]string {
 		}
 	}
 	if len(out) == 0 {
-		t.Skip("no templates available (fixtures and module cache both missing)")
+		testmodels.Missing(t, "no templates available (fixtures and module cache both missing)", nil)
 	}
 	return out
 }

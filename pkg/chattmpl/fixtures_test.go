@@ -2,6 +2,8 @@ package chattmpl
 
 import (
 	"encoding/json"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,7 +33,7 @@ func TestFixtureCases(t *testing.T) {
 	path := filepath.Join(sharedDir(t), "fixtures", "chat_templates", "cases.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("chat template fixtures not available (%v); they live in ../shared", err)
+		testmodels.Missing(t, fmt.Sprintf("chat template fixtures not available (%v); they live in ../shared", err), nil)
 	}
 	var fx struct {
 		Templates map[string]string `json:"templates"`

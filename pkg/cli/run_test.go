@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,7 @@ func storiesDir(t *testing.T) string {
 	}
 	d = filepath.Join(d, "stories260K")
 	if _, err := os.Stat(filepath.Join(d, "golden_greedy_llamacpp.json")); err != nil {
-		t.Skipf("stories260K test model not found (set LIGHTLLM_TEST_MODELS): %v", err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K test model not found (set LIGHTLLM_TEST_MODELS): %v", err), nil)
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/spf13/pflag"
 )
 
@@ -21,7 +23,7 @@ func modelsDir(t *testing.T) string {
 	}
 	d, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models"))
 	if _, err := os.Stat(filepath.Join(d, "stories260K")); err != nil {
-		t.Skipf("test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err)
+		testmodels.Missing(t, fmt.Sprintf("test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err), nil)
 	}
 	return d
 }

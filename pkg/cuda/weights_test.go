@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/tensor"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 )
 
 // modelsDir is the shared test models directory: LIGHTLLM_TEST_MODELS, else
@@ -24,7 +26,7 @@ func storiesPath(t *testing.T, name string) string {
 	t.Helper()
 	p := filepath.Join(modelsDir(), "stories260K", name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("test model missing (%v): set LIGHTLLM_TEST_MODELS or provide ../shared/models", err)
+		testmodels.Missing(t, fmt.Sprintf("test model missing (%v): set LIGHTLLM_TEST_MODELS or provide ../shared/models", err), nil)
 	}
 	return p
 }

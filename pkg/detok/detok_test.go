@@ -1,6 +1,7 @@
 package detok
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 	"github.com/lightllm-go/lightllm/shm"
 )
@@ -22,7 +24,7 @@ func loadTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, "stories260K", "hf"))
 	if err != nil {
-		t.Skipf("stories260K tokenizer not available (set LIGHTLLM_TEST_MODELS): %v", err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K tokenizer not available (set LIGHTLLM_TEST_MODELS): %v", err), nil)
 	}
 	return tok
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 )
 
 // storiesDir finds ../shared/models/stories260K (from the repository root)
@@ -22,7 +24,7 @@ func storiesDir(t testing.TB) string {
 	}
 	d = filepath.Join(d, "stories260K")
 	if _, err := os.Stat(filepath.Join(d, "golden_greedy_llamacpp.json")); err != nil {
-		t.Skipf("stories260K test model not found (set LIGHTLLM_TEST_MODELS): %v", err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K test model not found (set LIGHTLLM_TEST_MODELS): %v", err), nil)
 	}
 	return d
 }

@@ -3,6 +3,8 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +25,7 @@ func modelsDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err)
+		testmodels.Missing(t, fmt.Sprintf("shared test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err), nil)
 	}
 	return d
 }

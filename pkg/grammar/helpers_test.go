@@ -1,11 +1,13 @@
 package grammar
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -26,7 +28,7 @@ func loadLlama3(t testing.TB) *Vocab {
 	t.Helper()
 	v, err := llama3Vocab()
 	if err != nil {
-		t.Skipf("llama3 tokenizer fixture: %v", err)
+		testmodels.Missing(t, fmt.Sprintf("llama3 tokenizer fixture: %v", err), nil)
 	}
 	return v
 }

@@ -3,12 +3,14 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -195,7 +197,7 @@ func forceTokens(g *Grammar, v *Vocab, tk *tokenizer.Tokenizer, text string, bit
 func TestJSONSchemaTestSuite(t *testing.T) {
 	shared, err := sharedDir()
 	if err != nil {
-		t.Skipf("shared fixtures: %v", err)
+		testmodels.Missing(t, fmt.Sprintf("shared fixtures: %v", err), nil)
 	}
 	root := filepath.Join(shared, "fixtures", "json-schema-test-suite", "tests")
 	v := loadLlama3(t)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -340,7 +341,7 @@ func modelsDir(t testing.TB) string {
 		dir = filepath.Join("..", "..", "..", "shared", "models")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stories260K", "hf", "config.json")); err != nil {
-		t.Skipf("test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err)
+		testmodels.Missing(t, fmt.Sprintf("test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", dir, err), nil)
 	}
 	return dir
 }

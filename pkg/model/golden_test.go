@@ -2,6 +2,8 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +18,7 @@ func modelsDir(t testing.TB) string {
 		d = "../../../shared/models"
 	}
 	if _, err := os.Stat(filepath.Join(d, "stories260K")); err != nil {
-		t.Skipf("shared test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err)
+		testmodels.Missing(t, fmt.Sprintf("shared test models not found at %s (set LIGHTLLM_TEST_MODELS): %v", d, err), nil)
 	}
 	return d
 }

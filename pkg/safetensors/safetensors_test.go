@@ -3,6 +3,8 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"io"
 	"math"
 	"os"
@@ -135,7 +137,7 @@ func TestStories260KHF(t *testing.T) {
 	}
 	hf := filepath.Join(dir, "stories260K", "hf")
 	if _, err := os.Stat(hf); err != nil {
-		t.Skipf("shared models not found at %s (set LIGHTLLM_TEST_MODELS)", hf)
+		testmodels.Missing(t, fmt.Sprintf("shared models not found at %s (set LIGHTLLM_TEST_MODELS)", hf), nil)
 	}
 	s, err := OpenDir(hf)
 	if err != nil {

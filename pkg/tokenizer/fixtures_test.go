@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,7 +19,7 @@ func loadFixture(t testing.TB, name string) *Tokenizer {
 	t.Helper()
 	dir := filepath.Join(sharedDir(t), "fixtures", "tokenizers", name)
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("tokenizer fixture %s: %v", dir, err)
+		testmodels.Missing(t, fmt.Sprintf("tokenizer fixture %s: %v", dir, err), nil)
 	}
 	load, _ := fixtureCache.LoadOrStore(name, sync.OnceValues(func() (*Tokenizer, error) { return LoadDir(dir) }))
 	tk, err := load.(func() (*Tokenizer, error))()
@@ -41,13 +43,13 @@ func sharedDir(t testing.TB) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("repository root not found")
+			testmodels.Missing(t, "repository root not found", nil)
 		}
 		dir = parent
 	}
 	shared := filepath.Join(dir, "..", "shared")
 	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("shared fixtures not found at %s: %v", shared, err)
+		testmodels.Missing(t, fmt.Sprintf("shared fixtures not found at %s: %v", shared, err), nil)
 	}
 	return shared
 }
@@ -66,7 +68,7 @@ func stories260K(t testing.TB) string {
 	t.Helper()
 	d := filepath.Join(modelsDir(t), "stories260K")
 	if _, err := os.Stat(d); err != nil {
-		t.Skipf("stories260K not found at %s: %v", d, err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K not found at %s: %v", d, err), nil)
 	}
 	return d
 }
@@ -75,7 +77,7 @@ func readJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("fixture %s: %v", path, err)
+		testmodels.Missing(t, fmt.Sprintf("fixture %s: %v", path, err), nil)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("parse %s: %v", path, err)

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 )
 
 // vocabFromHF builds a GGUFVocab from a tokenizer.json: tokens by id,
@@ -20,7 +22,7 @@ func vocabFromHF(t *testing.T, path, ggufModel, pre string) GGUFVocab {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("fixture %s: %v", path, err)
+		testmodels.Missing(t, fmt.Sprintf("fixture %s: %v", path, err), nil)
 	}
 	var f hfFile
 	if err := json.Unmarshal(data, &f); err != nil {

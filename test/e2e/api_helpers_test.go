@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"io"
 	"net/http"
 	"os"
@@ -31,7 +33,7 @@ func loadAPIGolden(t *testing.T, models string) apiGolden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(models, "stories260K", "golden_greedy_llamacpp.json"))
 	if err != nil {
-		t.Skipf("golden file: %v", err)
+		testmodels.Missing(t, fmt.Sprintf("golden file: %v", err), nil)
 	}
 	var g apiGolden
 	if err := json.Unmarshal(b, &g); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/pkg/supervisor"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -50,7 +51,7 @@ func modelsDir(t *testing.T) string {
 		dir = filepath.Join(repoRoot(t), "..", "shared", "models")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stories260K", "hf", "config.json")); err != nil {
-		t.Skipf("stories260K not found under %s (set LIGHTLLM_TEST_MODELS): %v", dir, err)
+		testmodels.Missing(t, fmt.Sprintf("stories260K not found under %s (set LIGHTLLM_TEST_MODELS): %v", dir, err), nil)
 	}
 	return dir
 }
@@ -344,7 +345,7 @@ func loadGolden(t *testing.T, models string) golden {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(models, "stories260K", "golden_greedy_llamacpp.json"))
 	if err != nil {
-		t.Skipf("golden file: %v", err)
+		testmodels.Missing(t, fmt.Sprintf("golden file: %v", err), nil)
 	}
 	var g golden
 	if err := json.Unmarshal(b, &g); err != nil {

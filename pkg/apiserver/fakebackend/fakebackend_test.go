@@ -2,6 +2,7 @@ package fakebackend
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
+	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -20,7 +22,7 @@ func loadTok(t *testing.T) *tokenizer.Tokenizer {
 	}
 	dir = filepath.Join(dir, "stories260K", "hf")
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Skipf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS)", dir)
+		testmodels.Missing(t, fmt.Sprintf("stories260K tokenizer not found at %s (set LIGHTLLM_TEST_MODELS)", dir), nil)
 	}
 	tok, err := tokenizer.LoadDir(dir)
 	if err != nil {
