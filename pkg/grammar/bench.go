@@ -71,6 +71,7 @@ type BenchReport struct {
 	RandomStops      int     // random runs that reached EOS within MaxTokens
 	RandomRuns       int
 	Slowest          []string // the slowest masks (CPU), for diagnosis
+	TTFMs            []string // CPU time to first mask per schema
 }
 
 // Bench measures mask and time-to-first-mask latency over a corpus, on
@@ -118,6 +119,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		m := NewMatcher(g, cfg.Vocab)
 		m.FillMask(bits)
 		ttfmCPU = append(ttfmCPU, threadCPU()-c0)
+		rep.TTFMs = append(rep.TTFMs, fmt.Sprintf("%s %v (%d rules)", sc.Name, ttfmCPU[len(ttfmCPU)-1], g.Rules()))
 		ttfmWall = append(ttfmWall, time.Since(w0))
 
 		root, err := parseJSON(sc.Schema)

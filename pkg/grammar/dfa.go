@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // dfa is one rule: a deterministic automaton over bytes whose states may
@@ -198,8 +199,8 @@ func (d *dfa) finish() {
 	d.plain = make([]bool, d.states())
 	d.hasBytes = make([]bool, d.states())
 	for q := range d.plain {
-		for b := 0; b < 256 && !d.hasBytes[q]; b++ {
-			d.hasBytes[q] = d.next(int32(q), byte(b)) >= 0
+		for c := 0; c < d.ncls && !d.hasBytes[q]; c++ {
+			d.hasBytes[q] = d.trans[q*d.ncls+c] >= 0
 		}
 		d.plain[q] = !d.accept[q] && len(d.calls[q]) == 0
 		if len(d.calls[q]) > 0 {
@@ -207,19 +208,19 @@ func (d *dfa) finish() {
 		}
 	}
 	if d.leaf {
+		// The hash only keys in-process caches, so native byte order is fine.
 		h := sha256.New()
-		buf := append([]byte{}, d.cls[:]...)
-		for _, t := range d.trans {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+		h.Write(d.cls[:])
+		if len(d.trans) > 0 {
+			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&d.trans[0])), 4*len(d.trans)))
 		}
 		for _, a := range d.accept {
 			if a {
-				buf = append(buf, 1)
+				h.Write([]byte{1})
 			} else {
-				buf = append(buf, 0)
+				h.Write([]byte{0})
 			}
 		}
-		h.Write(buf)
 		copy(d.hash[:], h.Sum(nil))
 	}
 }

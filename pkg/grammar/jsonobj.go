@@ -150,10 +150,10 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 
 // keyExcluding matches a JSON string other than the given names.
 func (c *schemaCompiler) keyExcluding(names []string) (frag, error) {
-	any := seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`))
 	if len(names) == 0 {
-		return any, nil
+		return call(c.stringRule()), nil
 	}
+	any := seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`))
 	var lits []frag
 	for _, k := range names {
 		lits = append(lits, lit(quoteJSON(k)))

@@ -111,9 +111,22 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	if hasMax && maxL < minL {
 		return alt(), nil
 	}
-	var parts []frag
+	var parts []*dfa
 	if minL > 0 || maxL >= 0 {
-		parts = append(parts, rep(jsonChar(), minL, maxL))
+		char, err := leafDFA(jsonChar(), c.leaves())
+		if err != nil {
+			return nil, err
+		}
+		var d *dfa
+		if maxL >= 0 {
+			d, err = repeatChar(char, minL, maxL)
+		} else {
+			d, err = leafDFA(seq(rep(jsonChar(), minL, minL), rep(jsonChar(), 0, -1)), c.leaves())
+		}
+		if err != nil {
+			return nil, unsupported("maxLength", err.Error())
+		}
+		parts = append(parts, d)
 	}
 	if p := s.get("pattern"); p != nil {
 		pats := []*jv{p}
@@ -128,7 +141,11 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			if err != nil {
 				return nil, fmt.Errorf("keyword \"pattern\": %w", err)
 			}
-			parts = append(parts, f)
+			d, err := leafDFA(f, c.leaves())
+			if err != nil {
+				return nil, unsupported("pattern", err.Error())
+			}
+			parts = append(parts, d)
 		}
 	}
 	if fm := s.get("format"); fm != nil && fm.kind == 's' && !c.opts.FormatAnnotation {
@@ -137,24 +154,27 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, f)
+			d, err := leafDFA(f, c.leaves())
+			if err != nil {
+				return nil, unsupported("format", err.Error())
+			}
+			parts = append(parts, d)
 		}
 		// Unknown formats are annotations (draft 2020-12 default): any string.
 	}
-	var content frag
-	switch len(parts) {
-	case 0:
-		content = rep(jsonChar(), 0, -1)
-	case 1:
-		content = parts[0]
-	default:
-		d, err := intersect(parts, c.leaves())
-		if err != nil {
+	if len(parts) == 0 {
+		return call(c.stringRule()), nil
+	}
+	content := parts[0]
+	if len(parts) > 1 {
+		var err error
+		if content, err = product(parts, allAccept); err != nil {
 			return nil, unsupported("pattern", err.Error())
 		}
-		content = dfaFrag(d)
 	}
-	return seq(lit(`"`), content, lit(`"`)), nil
+	r := c.b.rule("string")
+	c.b.defineDFA(r, quoted(content))
+	return call(r), nil
 }
 
 // formats are the string formats enforced, as regular expressions over
@@ -166,15 +186,15 @@ var formats = map[string]string{
 	"date-time": dateRE + "T" + timeRE,
 	"uuid":      `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
 	"ipv4":      `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}`,
-	"email":     `[a-zA-Z0-9_%+-]{1,32}(\.[a-zA-Z0-9_%+-]{1,32}){0,3}@` + hostRE,
+	"email":     `[a-zA-Z0-9_%+-]{1,15}(\.[a-zA-Z0-9_%+-]{1,15}){0,3}@` + hostRE, // local part <= 64
 	"hostname":  hostRE,
 }
 
 const (
 	dateRE  = `[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))`
 	timeRE  = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
-	labelRE = `[a-zA-Z0-9]{1,20}(-[a-zA-Z0-9]{1,20}){0,2}` // no "--": no punycode labels to check
-	hostRE  = labelRE + `(\.` + labelRE + `){0,4}`
+	labelRE = `[a-zA-Z0-9]{1,16}(-[a-zA-Z0-9]{1,16}){0,2}` // <= 50 characters, no "--" (no punycode to check)
+	hostRE  = labelRE + `(\.` + labelRE + `){0,3}`         // <= 203 characters
 )
 
 // numberFrag compiles numbers with bounds. Integers take any bounds; other

@@ -117,14 +117,16 @@ func intersect(fs []frag, leaves *leafDFAs) (*dfa, error) {
 		}
 		ds[i] = d
 	}
-	return product(ds, func(acc []bool) bool {
-		for _, a := range acc {
-			if !a {
-				return false
-			}
+	return product(ds, allAccept)
+}
+
+func allAccept(acc []bool) bool {
+	for _, a := range acc {
+		if !a {
+			return false
 		}
-		return true
-	})
+	}
+	return true
 }
 
 // difference is the DFA of the texts a matches and b does not.

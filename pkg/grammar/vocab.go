@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // TokenSource is what a Vocab is built from; *tokenizer.Tokenizer has these methods.
@@ -33,8 +34,19 @@ type Vocab struct {
 	dupTok    map[int32][]int32
 	maxDepth  int
 
+	// The slice of plain string content: tokens of at most sliceChars
+	// characters, none of them a quote, a backslash or a control
+	// character, in valid UTF-8. A state that keeps every such text inside
+	// its rule allows them all at once, and only the other tokens (rest,
+	// a trie of its own) are walked.
+	slice      []uint64
+	sliceUpTo  [sliceMaxChars + 1][]uint64 // slice tokens of at most k characters
+	sliceChars int
+	rest       *Vocab
+
 	mu        sync.Mutex
-	leafCache map[leafKey]*leafResult
+	leafLang  map[leafKey][32]byte // (rule automaton, state) → language key
+	leafCache map[[32]byte]*leafResult
 	leafBytes int // memory held by leafCache, bounded by leafCacheMax
 }
 
@@ -44,7 +56,7 @@ const leafCacheMax = 256 << 20
 // entries are never allowed (special and unused ids), eos lists the ids
 // that end the text.
 func NewVocab(tokens [][]byte, eos []int32) *Vocab {
-	v := &Vocab{size: len(tokens), tokens: tokens, leafCache: map[leafKey]*leafResult{}, dupTok: map[int32][]int32{}}
+	v := &Vocab{size: len(tokens), tokens: tokens, leafLang: map[leafKey][32]byte{}, leafCache: map[[32]byte]*leafResult{}, dupTok: map[int32][]int32{}}
 	for _, e := range eos {
 		if e >= 0 && int(e) < len(tokens) {
 			v.eos = append(v.eos, e)
@@ -63,7 +75,62 @@ func NewVocab(tokens [][]byte, eos []int32) *Vocab {
 		return int(a - b)
 	})
 	v.buildTrie(ids)
+	v.buildSlice()
 	return v
+}
+
+const sliceMaxChars = 16
+
+func (v *Vocab) buildSlice() {
+	v.slice = make([]uint64, v.MaskWords())
+	for k := range v.sliceUpTo {
+		v.sliceUpTo[k] = make([]uint64, v.MaskWords())
+	}
+	restToks := make([][]byte, v.size)
+	v.sliceChars = sliceMaxChars
+	for id, b := range v.tokens {
+		if len(b) == 0 || slices.Contains(v.eos, int32(id)) {
+			continue
+		}
+		if plainContent(b, sliceMaxChars) {
+			v.slice[id>>6] |= 1 << (uint(id) & 63)
+			for k := utf8.RuneCount(b); k <= sliceMaxChars; k++ {
+				v.sliceUpTo[k][id>>6] |= 1 << (uint(id) & 63)
+			}
+		} else {
+			restToks[id] = b
+		}
+	}
+	r := &Vocab{size: v.size, tokens: restToks, dupTok: map[int32][]int32{}}
+	var ids []int32
+	for id, b := range restToks {
+		if len(b) > 0 {
+			ids = append(ids, int32(id))
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := bytes.Compare(restToks[a], restToks[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	r.buildTrie(ids)
+	v.rest = r
+}
+
+// plainContent: valid UTF-8 of at most maxChars characters, none of them
+// '"', '\\' or below U+0020.
+func plainContent(b []byte, maxChars int) bool {
+	n := 0
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 || r < 0x20 || r == '"' || r == '\\' {
+			return false
+		}
+		b = b[size:]
+		n++
+	}
+	return n <= maxChars
 }
 
 // VocabFromTokenizer builds the Vocab of a loaded tokenizer: special tokens

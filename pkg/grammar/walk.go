@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"math/bits"
 	"sync"
 )
@@ -22,16 +24,17 @@ func (w *walker) fill(cfg []*stack, out []uint64) {
 			out[e>>6] |= 1 << (uint(e) & 63)
 		}
 	}
+	var general []*stack
 	for _, s := range closed {
 		d := w.g.rules[s.rule]
 		if !d.leaf {
-			w.children(0, []*stack{s})
+			general = append(general, s)
 			continue
 		}
 		// What a rule that calls nothing allows is the same in every
 		// context, except past the points where it may return.
 		lr := w.v.leaf(d, s.state)
-		lr.orInto(out)
+		lr.orInto(out, w.v)
 		if s.parent == nil || len(lr.exits) == 0 {
 			continue
 		}
@@ -39,10 +42,16 @@ func (w *walker) fill(cfg []*stack, out []uint64) {
 		if len(below) == 0 {
 			continue
 		}
+		ew := w
+		if lr.trie != w.v {
+			ew = &walker{g: w.g, v: lr.trie, bits: out, states: w.states}
+		}
 		for _, n := range lr.exits {
-			w.children(n, below)
+			ew.children(n, below)
 		}
 	}
+	// Stacks whose top calls or returns walk the trie together.
+	w.children(0, general)
 	w.bits = nil
 }
 
@@ -121,9 +130,16 @@ type leafResult struct {
 	dense  []uint64 // nil when sparse
 	sparse []int32
 	exits  []int32
+	slice  int    // also the Vocab's slice tokens of at most slice-1 characters (0: none)
+	trie   *Vocab // the trie exits index into
 }
 
-func (lr *leafResult) orInto(out []uint64) {
+func (lr *leafResult) orInto(out []uint64, v *Vocab) {
+	if lr.slice > 0 {
+		for i, x := range v.sliceUpTo[lr.slice-1] {
+			out[i] |= x
+		}
+	}
 	if lr.dense != nil {
 		for i, x := range lr.dense {
 			out[i] |= x
@@ -137,23 +153,96 @@ func (lr *leafResult) orInto(out []uint64) {
 
 func (lr *leafResult) size() int { return 8*len(lr.dense) + 4*len(lr.sparse) + 4*len(lr.exits) + 64 }
 
-// leaf returns (computing once) what state q of leaf rule d allows.
+// leaf returns (computing once) what state q of leaf rule d allows. Two
+// states with the same language from there on allow the same tokens, so
+// results are keyed by a canonical form of the automaton reachable from q:
+// a plain string's content state is one entry for every grammar.
 func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	key := leafKey{d.hash, q}
 	v.mu.Lock()
-	lr, ok := v.leafCache[key]
+	lang, ok := v.leafLang[key]
+	if ok {
+		if lr, ok := v.leafCache[lang]; ok {
+			v.mu.Unlock()
+			return lr
+		}
+	}
+	v.mu.Unlock()
+	if !ok {
+		lang = d.langKey(q)
+	}
+	v.mu.Lock()
+	v.leafLang[key] = lang
+	lr, ok := v.leafCache[lang]
 	v.mu.Unlock()
 	if ok {
 		return lr
 	}
-	lr = v.computeLeaf(d, q)
+	if k, ok := d.plainDepth(q, v.sliceChars); ok {
+		lr = v.rest.computeLeaf(d, q)
+		lr.slice = k + 1
+	} else {
+		lr = v.computeLeaf(d, q)
+	}
 	v.mu.Lock()
 	if v.leafBytes+lr.size() <= leafCacheMax {
-		v.leafCache[key] = lr
+		v.leafCache[lang] = lr
 		v.leafBytes += lr.size()
 	}
 	v.mu.Unlock()
 	return lr
+}
+
+// langKey hashes the part of d reachable from q, states numbered in
+// breadth-first order over bytes 0..255: equal keys, equal languages. Past
+// langKeyStates reachable states it hashes (d, q) instead: sharing is
+// unlikely there and the canonical form would cost more than it saves.
+const langKeyStates = 64
+
+func (d *dfa) langKey(q int32) [32]byte {
+	num := map[int32]uint32{q: 0}
+	order := []int32{q}
+	buf := make([]byte, 0, 1024)
+	for i := 0; i < len(order); i++ {
+		if len(order) > langKeyStates {
+			buf = append(append(buf[:0], d.hash[:]...), 0xfe)
+			return sha256.Sum256(binary.LittleEndian.AppendUint32(buf, uint32(q)))
+		}
+		s := order[i]
+		if d.accept[s] {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		prev, run := uint32(1<<31), 0
+		flush := func() {
+			if run > 0 {
+				buf = binary.LittleEndian.AppendUint32(buf, prev)
+				buf = append(buf, byte(run-1))
+			}
+		}
+		for b := 0; b < 256; b++ {
+			t := d.next(s, byte(b))
+			id := uint32(1<<31 - 1) // dead
+			if t >= 0 {
+				n, seen := num[t]
+				if !seen {
+					n = uint32(len(order))
+					num[t] = n
+					order = append(order, t)
+				}
+				id = n
+			}
+			if id == prev && run < 256 {
+				run++
+				continue
+			}
+			flush()
+			prev, run = id, 1
+		}
+		flush()
+	}
+	return sha256.Sum256(buf)
 }
 
 func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
@@ -176,7 +265,7 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 		st[dep] = q
 		i++
 	}
-	lr := &leafResult{exits: exits}
+	lr := &leafResult{exits: exits, trie: v}
 	n := 0
 	for _, x := range bitsOut {
 		n += bits.OnesCount64(x)
@@ -235,4 +324,147 @@ func (m *maskMemo) put(key string, b []uint64) {
 	}
 	m.masks[key] = append([]uint64(nil), b...)
 	m.bytes += 8*len(b) + len(key)
+}
+
+// plainDepth finds k such that from q every text of at most k plain
+// characters stays alive without accepting, and either k reaches maxChars
+// or every text of k+1 plain characters dies: then exactly the slice tokens
+// of at most k characters are allowed from q (ok false: no such k).
+func (d *dfa) plainDepth(q int32, maxChars int) (int, bool) {
+	seen := map[int32]bool{q: true}
+	layer := []int32{q}
+	for k := 0; k < maxChars; k++ {
+		var next []int32
+		safe := true
+		for _, s := range layer {
+			if !d.charSteps(s, func(t int32) {
+				if !seen[t] {
+					seen[t] = true
+					next = append(next, t)
+				}
+			}) {
+				safe = false
+				break
+			}
+		}
+		if !safe {
+			for _, s := range layer {
+				if !d.charsDie(s) {
+					return 0, false
+				}
+			}
+			return k, true
+		}
+		if len(next) == 0 {
+			return maxChars, true // every state seen: the check holds at any depth
+		}
+		layer = next
+	}
+	return maxChars, true
+}
+
+// charsDie reports whether every plain character dies from s without
+// passing an accepting state.
+func (d *dfa) charsDie(s int32) bool {
+	dead := true
+	var walk func(u int, q int32)
+	walk = func(u int, q int32) {
+		for _, st := range utf8Steps[u] {
+			for b := int(st.lo); b <= int(st.hi) && dead; b++ {
+				t := d.next(q, byte(b))
+				switch {
+				case t < 0:
+				case d.accept[t] || st.next < 0:
+					dead = false
+				default:
+					walk(st.next, t)
+				}
+			}
+		}
+	}
+	walk(0, s)
+	return dead
+}
+
+// contentSafe reports whether, from q, every text of at most maxChars
+// plain string characters (see Vocab.slice) stays alive in d without
+// reaching an accepting state: then every slice token is allowed from q
+// and none of them can end the rule.
+func (d *dfa) contentSafe(q int32, maxChars int) bool {
+	seen := map[int32]bool{q: true}
+	layer := []int32{q}
+	for j := 0; j < maxChars && len(layer) > 0; j++ {
+		var next []int32
+		for _, s := range layer {
+			if !d.charSteps(s, func(t int32) {
+				if !seen[t] {
+					seen[t] = true
+					next = append(next, t)
+				}
+			}) {
+				return false
+			}
+		}
+		layer = next
+	}
+	return true
+}
+
+// utf8Step is where a UTF-8 decoder stands: the bytes the next byte may be
+// and what follows it.
+type utf8Step struct {
+	lo, hi byte
+	next   int // index into utf8Steps; -1: the character is complete
+}
+
+// utf8Steps[0] lists the lead bytes of plain characters; the others are
+// continuation positions.
+var utf8Steps = [][]utf8Step{
+	0: {{0x20, 0x21, -1}, {0x23, 0x5b, -1}, {0x5d, 0x7f, -1}, {0xc2, 0xdf, 1}, {0xe0, 0xe0, 4}, {0xe1, 0xec, 2},
+		{0xed, 0xed, 5}, {0xee, 0xef, 2}, {0xf0, 0xf0, 6}, {0xf1, 0xf3, 3}, {0xf4, 0xf4, 7}},
+	1: {{0x80, 0xbf, -1}},
+	2: {{0x80, 0xbf, 1}},
+	3: {{0x80, 0xbf, 2}},
+	4: {{0xa0, 0xbf, 1}},
+	5: {{0x80, 0x9f, 1}},
+	6: {{0x90, 0xbf, 2}},
+	7: {{0x80, 0x8f, 2}},
+}
+
+// charSteps calls emit with the state after each plain character from s
+// (distinct states, possibly repeated) and reports false when some plain
+// character dies or passes an accepting state.
+func (d *dfa) charSteps(s int32, emit func(int32)) bool {
+	type pos struct {
+		u int
+		q int32
+	}
+	seen := map[pos]bool{}
+	var walk func(p pos) bool
+	walk = func(p pos) bool {
+		if seen[p] {
+			return true
+		}
+		seen[p] = true
+		for _, st := range utf8Steps[p.u] {
+			last := int32(-2)
+			for b := int(st.lo); b <= int(st.hi); b++ {
+				t := d.next(p.q, byte(b))
+				if t == last {
+					continue
+				}
+				last = t
+				if t < 0 || d.accept[t] {
+					return false
+				}
+				if st.next < 0 {
+					emit(t)
+				} else if !walk(pos{st.next, t}) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(pos{0, s})
 }
