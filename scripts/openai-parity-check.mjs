@@ -136,6 +136,33 @@ await check('negative seeds are reproducible', async () => {
   assert(texts.size > 1, `seeds -1..-4 all gave ${JSON.stringify([...texts])}`);
 });
 
+await check('OpenAI penalty ranges: negative penalties run, beyond ±2 is refused', async () => {
+  const base = { model, prompt, max_tokens: 24, temperature: 0 };
+  const plain = (await client.completions.create(base)).choices[0].text;
+  const neg = (await client.completions.create({ ...base, frequency_penalty: -2, presence_penalty: -2 })).choices[0].text;
+  assert(neg !== plain, `frequency/presence -2 changed nothing: ${JSON.stringify(neg)}`);
+  const err = await expectError(() => client.completions.create({ ...base, presence_penalty: 2.5 }), OpenAI.BadRequestError, 400, 'presence 2.5');
+  assert(err.param === 'presence_penalty', `param ${err.param}`);
+  return JSON.stringify(neg.slice(0, 30));
+});
+
+await check('echo with logprobs: the tokens spell the text, text_offset points into it', async () => {
+  const r = await client.completions.create({ model, prompt, max_tokens: 4, temperature: 0, echo: true, logprobs: 1 });
+  const c = r.choices[0];
+  const lp = c.logprobs;
+  assert(lp.tokens.join('') === c.text, `tokens ${JSON.stringify(lp.tokens)} vs ${JSON.stringify(c.text)}`);
+  lp.tokens.forEach((tok, i) => assert(c.text.slice(lp.text_offset[i], lp.text_offset[i] + tok.length) === tok,
+    `token ${i} ${JSON.stringify(tok)} at ${lp.text_offset[i]}`));
+});
+
+await check('a prompt alone too long names prompt in context_length_exceeded', async () => {
+  // Short enough in characters to be tokenized, too long in tokens.
+  const long = 'Once upon a time '.repeat(200);
+  const err = await expectError(() => client.completions.create({ model, prompt: long, max_tokens: 4 }), OpenAI.BadRequestError, 400, 'long prompt');
+  assert(err.code === 'context_length_exceeded' && err.param === 'prompt', `code ${err.code} param ${err.param}`);
+  return err.message;
+});
+
 await check("vLLM's /tokenize, /detokenize, /version", async () => {
   const t = await rootClient.post('/tokenize', { body: { model, prompt, return_token_strs: true } });
   assert(t.count === t.tokens.length && t.count > 1 && t.token_strs.length === t.count && t.max_model_len > 0, JSON.stringify(t));

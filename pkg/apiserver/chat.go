@@ -93,7 +93,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		return nil, e
 	}
 	req.prompt = s.tok.Encode(text, req.params.AddSpecialTokens)
-	if e := s.applyLengthRule(len(req.prompt), &req.params, req.maxName); e != nil {
+	if e := s.applyLengthRule(len(req.prompt), &req.params, req.maxName, "messages"); e != nil {
 		return nil, e
 	}
 	return req, nil

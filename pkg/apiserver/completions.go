@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -77,7 +78,7 @@ func (s *Server) parseCompletion(body []byte) (*completionRequest, *apiError) {
 	req.groupParams = make([]SamplingParams, len(req.prompts))
 	for i, ids := range req.prompts {
 		req.groupParams[i] = req.params
-		if e := s.applyLengthRule(len(ids), &req.groupParams[i], req.maxName); e != nil {
+		if e := s.applyLengthRule(len(ids), &req.groupParams[i], req.maxName, "prompt"); e != nil {
 			if len(req.prompts) > 1 {
 				e.Message = "prompt " + strconv.Itoa(i) + ": " + e.Message
 			}
@@ -310,11 +311,25 @@ func (s *Server) addLogprobs(lp *completionLogprobs, offset int, toks []tokenInf
 }
 
 // promptTokenInfos are the prompt's tokens for echo with logprobs (no
-// prompt logprobs: null, as LightLLM without --enable_prompt_logprobs).
-func (s *Server) promptTokenInfos(ids []int32) []tokenInfo {
+// prompt logprobs: null, as LightLLM without --enable_prompt_logprobs). A
+// BOS or EOS the echoed text does not spell (a string prompt's BOS) is an
+// empty token, and the first word's SentencePiece space, which decoding
+// drops, is dropped here too, so that the tokens spell the text and
+// text_offset counts only characters in it.
+func (s *Server) promptTokenInfos(ids []int32, text string) []tokenInfo {
 	out := make([]tokenInfo, len(ids))
+	off := 0
 	for i, id := range ids {
 		txt, _ := s.tokenText(id)
+		switch {
+		case strings.HasPrefix(text[off:], txt):
+			off += len(txt)
+		case id == s.tok.BOS() || id == s.tok.EOS():
+			txt = ""
+		case off == 0 && strings.HasPrefix(txt, " ") && strings.HasPrefix(text, txt[1:]):
+			txt = txt[1:]
+			off += len(txt)
+		}
 		out[i] = tokenInfo{text: txt, id: id}
 	}
 	return out
@@ -360,7 +375,7 @@ func (s *Server) completionCollect(w http.ResponseWriter, r *http.Request, req *
 					TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 				off := 0
 				if req.echo {
-					off = s.addLogprobs(c.Logprobs, 0, s.promptTokenInfos(runs[i].group.Prompt))
+					off = s.addLogprobs(c.Logprobs, 0, s.promptTokenInfos(runs[i].group.Prompt, req.promptTexts[i]))
 				}
 				s.addLogprobs(c.Logprobs, off, sr.tokens)
 			}

@@ -127,7 +127,7 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 	default:
 		return nil, badRequest(codeInvalidType, "inputs", "'inputs' must be a string or an array of token ids, got %s", jsonKind(raw))
 	}
-	if e := s.applyLengthRule(len(prompt), &p, "max_new_tokens"); e != nil {
+	if e := s.applyLengthRule(len(prompt), &p, "max_new_tokens", "inputs"); e != nil {
 		return nil, e
 	}
 	req.group.Prompt, req.group.Params = prompt, p

@@ -163,8 +163,8 @@ func (s *Server) ollamaOptions(o *object, p *SamplingParams, path string) {
 	}
 	for _, k := range []string{"presence_penalty", "frequency_penalty"} {
 		if v := o.float(k); v != nil {
-			if *v < 0 || *v > 2 {
-				o.fail(invalidValue(o.name(k), "'%s' must be in [0, 2], got %g", o.name(k), *v))
+			if *v < -2 || *v > 2 {
+				o.fail(invalidValue(o.name(k), "'%s' must be in [-2, 2], got %g", o.name(k), *v))
 			}
 			if k == "presence_penalty" {
 				p.PresencePenalty = float32(*v)
@@ -282,7 +282,7 @@ func (s *Server) parseOllamaGenerate(w http.ResponseWriter, r *http.Request) (*o
 	default:
 		req.prompt = append(ctxIDs, s.tok.Encode(text, len(ctxIDs) == 0)...)
 	}
-	if e := s.applyLengthRule(len(req.prompt), &req.params, "num_predict"); e != nil {
+	if e := s.applyLengthRule(len(req.prompt), &req.params, "num_predict", "prompt"); e != nil {
 		return nil, false, e
 	}
 	return req, false, nil
@@ -359,7 +359,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.prompt = s.tok.Encode(text, false)
-	if e := s.applyLengthRule(len(req.prompt), &req.params, "num_predict"); e != nil {
+	if e := s.applyLengthRule(len(req.prompt), &req.params, "num_predict", "messages"); e != nil {
 		s.writeError(w, r, e)
 		return
 	}

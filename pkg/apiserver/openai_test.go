@@ -132,6 +132,11 @@ func TestCompletionsEchoLogprobsAndCache(t *testing.T) {
 			t.Fatalf("text_offset not cumulative: %v", lp.TextOffset)
 		}
 	}
+	// The BOS a string prompt got is not in the echoed text: an empty token,
+	// so every offset points at its token in the text.
+	if strings.Join(lp.Tokens, "") != c.Text || lp.Tokens[0] != "" || lp.TextOffset[1] != 0 {
+		t.Errorf("tokens %q do not spell the echoed text %q (offsets %v)", lp.Tokens, c.Text, lp.TextOffset)
+	}
 	second := decode[completionJSON](t, ts.post(t, "/v1/completions", body).body)
 	if second.Usage.PromptTokensDetails.CachedTokens != len(prompt)-1 || first.Usage.PromptTokensDetails.CachedTokens != 0 {
 		t.Errorf("cached_tokens %d then %d, want 0 then %d", first.Usage.PromptTokensDetails.CachedTokens,

@@ -109,7 +109,10 @@ func samplingFields(o *object, p *SamplingParams, openAI bool) {
 		if v == nil {
 			continue
 		}
-		if *v < 0 || *v > 1e6 {
+		switch {
+		case openAI && (*v < -2 || *v > 2):
+			o.fail(invalidValue(o.name(k), "'%s' must be in [-2, 2], got %g", o.name(k), *v))
+		case !openAI && (*v < 0 || *v > 1e6):
 			o.fail(invalidValue(o.name(k), "'%s' must be in [0, 1e6], got %g", o.name(k), *v))
 		}
 		if k == "presence_penalty" {
@@ -383,14 +386,20 @@ func (s *Server) lengthLimit() int {
 }
 
 // applyLengthRule cuts max_new_tokens so that the request fits, as
-// LightLLM's _check_and_repair_length; 400 only when nothing fits.
-func (s *Server) applyLengthRule(promptLen int, p *SamplingParams, maxName string) *apiError {
+// LightLLM's _check_and_repair_length; 400 only when nothing fits. The
+// error names promptName when the prompt alone is too long, else maxName.
+func (s *Server) applyLengthRule(promptLen int, p *SamplingParams, maxName, promptName string) *apiError {
 	if promptLen == 0 {
 		return invalidValue("", "the prompt is empty (no tokens)")
 	}
 	limit := s.lengthLimit()
 	if promptLen+p.MaxNewTokens > limit {
 		cut := limit - promptLen
+		if cut <= 0 && promptLen >= limit {
+			return badRequest(codeContextLength, promptName,
+				"the input prompt is %d tokens, and the longest request this server takes is %d tokens (prompt + output): shorten '%s'",
+				promptLen, limit, promptName)
+		}
 		if cut <= 0 {
 			return badRequest(codeContextLength, maxName,
 				"the input prompt token len %d + %s %d > %d, the longest request this server takes (prompt + output tokens)",

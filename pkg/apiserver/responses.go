@@ -123,7 +123,7 @@ func (s *Server) parseResponses(body []byte, path string) (*responsesRequest, *a
 		return nil, e
 	}
 	req.prompt = s.tok.Encode(text, false)
-	if e := s.applyLengthRule(len(req.prompt), p, req.maxName); e != nil {
+	if e := s.applyLengthRule(len(req.prompt), p, req.maxName, "input"); e != nil {
 		return nil, e
 	}
 	return req, nil

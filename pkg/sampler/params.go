@@ -36,9 +36,11 @@ type Params struct {
 	TopP float32
 	// RepetitionPenalty >= 1: a counted token's logit l becomes l/r if l > 0, else l*r.
 	RepetitionPenalty float32
-	// PresencePenalty >= 0 is subtracted once from each counted token's logit.
+	// PresencePenalty is subtracted once from each counted token's logit;
+	// negative values (OpenAI's range is [-2, 2]) favour repeats.
 	PresencePenalty float32
-	// FrequencyPenalty >= 0 is subtracted count times from each counted token's logit.
+	// FrequencyPenalty is subtracted count times from each counted token's
+	// logit; negative values favour repeats.
 	FrequencyPenalty float32
 	// InputPenalty counts prompt tokens, not only generated ones, for the
 	// three penalties (LightLLM's INPUT_PENALTY).
@@ -120,10 +122,10 @@ func (p *Params) Validate(vocab int) error {
 		return bad("top_p %v must be in (0, 1]", p.TopP)
 	case !finite(p.RepetitionPenalty) || p.RepetitionPenalty < 1:
 		return bad("repetition_penalty %v must be a finite number >= 1", p.RepetitionPenalty)
-	case !finite(p.PresencePenalty) || p.PresencePenalty < 0:
-		return bad("presence_penalty %v must be a finite number >= 0", p.PresencePenalty)
-	case !finite(p.FrequencyPenalty) || p.FrequencyPenalty < 0:
-		return bad("frequency_penalty %v must be a finite number >= 0", p.FrequencyPenalty)
+	case !finite(p.PresencePenalty):
+		return bad("presence_penalty %v must be a finite number", p.PresencePenalty)
+	case !finite(p.FrequencyPenalty):
+		return bad("frequency_penalty %v must be a finite number", p.FrequencyPenalty)
 	case p.Seed < -1:
 		return bad("seed %d must be >= 0, or -1 for a random seed", p.Seed)
 	case p.MaxNewTokens < 1:
