@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Serving overhead (issue 25): the engine alone vs the launched server on the
+# same model and thread count. For each model it runs `lightllm bench-engine`
+# (decode_tok_s_xC: C sequences with a 16-token prompt generating GEN greedy
+# tokens together, their prefill included) and then launches the server and
+# runs `lightllm bench --dataset random --input_len 16 --output_len GEN
+# --ignore_eos --max_concurrency C` against it, and prints per stream count:
+# engine tok/s, the engine's decode-only step, server output tok/s, server
+# TPOT, server / engine, the extra time per decode step (server TPOT minus
+# the engine's step), and the benchmark client's own CPU time (user+sys), so
+# a client that is itself the bottleneck shows.
+#
+# usage: scripts/bench-serving.sh          (several minutes on the 2-core dev box)
+# env:   THREADS=1 STREAMS="1 16 64 256" GEN=64
+#        MODELS="stories260K m160-q8_0"   names: stories260K (../shared/models/stories260K/hf),
+#                                          m160-q8_0 (160M-shaped random q8_0 made by gen-model),
+#                                          or any model directory / .gguf path
+#        CACHE=/tmp/lightllm-bench-models  generated models and the binaries (bin/)
+#        RUNS=3                             alternating engine/server rounds; the table shows medians
+#        MIN_PROMPTS=8                      requests per stream count are max(C, MIN_PROMPTS)
+#        PORT=18925                         server port (its instance name is bench-serving-PORT)
+#        CPUPROFILE_DIR=DIR                 also write bench-engine's CPU profile there
+#        OUT=FILE                           also write every raw JSON line there
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+THREADS=${THREADS:-1}
+STREAMS=${STREAMS:-"1 16 64 256"}
+GEN=${GEN:-64}
+MODELS=${MODELS:-"stories260K m160-q8_0"}
+CACHE=${CACHE:-/tmp/lightllm-bench-models}
+MIN_PROMPTS=${MIN_PROMPTS:-8}
+PORT=${PORT:-18925}
+CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
+OUT=${OUT:-}
+RUNS=${RUNS:-3}
+PROMPT=16
+
+log() { printf '%s\n' "$*" >&2; }
+
+mkdir -p "$CACHE"
+# launch looks for the role binaries next to itself.
+mkdir -p "$CACHE/bin"
+BIN="$CACHE/bin/lightllm"
+log "building lightllm and its roles -> $CACHE/bin"
+go build -o "$CACHE/bin" ./cmd/...
+
+raw=$(mktemp)
+work=$(mktemp -d)
+server=""
+stop_server() {
+	if [ -n "$server" ]; then
+		kill -TERM "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+		server=""
+	fi
+}
+trap 'stop_server; rm -rf "$raw" "$work"' EXIT
+trap 'exit 130' INT TERM
+
+record() { # kind model streams json
+	local line
+	line=$(jq -c --arg kind "$1" --arg model "$2" --argjson streams "$3" '. + {kind: $kind, name: $model, streams: $streams}' <<<"$4")
+	echo "$line" >>"$raw"
+	[ -z "$OUT" ] || echo "$line" >>"$OUT"
+}
+
+resolve() { # name -> model path (generating the 160M model once)
+	case "$1" in
+	stories260K) echo ../shared/models/stories260K/hf ;;
+	m160-q8_0)
+		local m="$CACHE/m160-q8_0.gguf"
+		if [ ! -s "$m" ]; then
+			log "generating $m"
+			"$BIN" gen-model --hidden 768 --layers 12 --heads 12 --kv_heads 4 --ffn 3072 --vocab 32000 \
+				--dtype q8_0 --seed 1 --out "$m.tmp" >&2 && mv "$m.tmp" "$m"
+		fi
+		echo "$m"
+		;;
+	*) echo "$1" ;;
+	esac
+}
+
+maxs=1
+for s in $STREAMS; do [ "$s" -gt "$maxs" ] && maxs=$s; done
+seqs=$(tr ' ' ',' <<<"$STREAMS")
+
+for name in $MODELS; do
+	model=$(resolve "$name")
+	log "$name: launching the server on port $PORT"
+	"$BIN" launch --model_dir "$model" --port "$PORT" --instance "bench-serving-$PORT" --threads "$THREADS" \
+		--running_max_req_size "$maxs" --max_req_total_len $((PROMPT + GEN + 8)) \
+		--max_total_token_num $((maxs * (PROMPT + GEN + 40))) >"$work/server.log" 2>&1 &
+	server=$!
+	up=""
+	for _ in $(seq 600); do
+		if curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then up=1; break; fi
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.5
+	done
+	if [ -z "$up" ]; then
+		log "server did not come up:"; tail -20 "$work/server.log" >&2; exit 1
+	fi
+	# The engine runs while the server idles, alternating with the server
+	# runs, so a load change on a shared machine hits both sides alike.
+	for run in $(seq "$RUNS"); do
+		log "$name run $run/$RUNS: bench-engine --threads $THREADS --sequences $seqs"
+		prof=()
+		[ -z "$CPUPROFILE_DIR" ] || { mkdir -p "$CPUPROFILE_DIR"; prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$run.pprof"); }
+		record engine "$name" 0 "$("$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
+			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --json "${prof[@]}")"
+		for s in $STREAMS; do
+			n=$((s > MIN_PROMPTS ? s : MIN_PROMPTS))
+			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
+			/usr/bin/time -f '%U %S' -o "$work/cpu" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
+				--tokenizer "$model" --input_len "$PROMPT" --output_len "$GEN" --ignore_eos --max_concurrency "$s" \
+				--num_prompts "$n" --json "$work/bench.json" >"$work/bench.log" 2>&1 ||
+				{ log "bench failed:"; tail -20 "$work/bench.log" >&2; exit 1; }
+			read -r u sy <"$work/cpu"
+			record server "$name" "$s" "$(jq -c --argjson cpu "$(jq -n "$u + $sy")" '{output_throughput, mean_tpot_ms,
+				median_tpot_ms, duration, completed, failed, total_output_tokens, client_cpu_s: $cpu}' "$work/bench.json")"
+		done
+	done
+	stop_server
+done
+
+jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" '
+  def median: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor]
+    else (.[length/2-1] + .[length/2]) / 2 end;
+  def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
+  def fmt($w): tostring | if length < $w then . + (" " * ($w - length)) else . end;
+  def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
+  "serving overhead: --threads \($threads), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
+  "engine tok/s = bench-engine decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
+  "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
+  "",
+  ("model" | fmt(13)) + ("streams" | fmt(8)) + ("engine tok/s" | fmt(13)) + ("step ms" | fmt(9))
+    + ("server tok/s" | fmt(13)) + ("TPOT ms" | fmt(9)) + ("srv/eng" | fmt(8)) + ("extra/step ms" | fmt(14))
+    + ("client cpu s" | fmt(13)) + "of wall s",
+  (group_by(.name)[] | . as $rows
+   | ($rows | map(select(.kind == "engine"))) as $e
+   | $rows | map(select(.kind == "server")) | group_by(.streams)[] as $ss
+   | $ss[0].streams as $c
+   | ($e | map(.["decode_tok_s_x\($c)"]) | median) as $et
+   | ($e | map(div($c * 1000; .["decode_only_tok_s_x\($c)"])) | median) as $step
+   | ($ss | map(.output_throughput) | median) as $st
+   | ($ss | map(.mean_tpot_ms) | median) as $tpot
+   | ($ss[0].name | fmt(13)) + ($c | fmt(8)) + ($et | r(0) | fmt(13)) + ($step | r(2) | fmt(9))
+     + ($st | r(0) | fmt(13)) + ($tpot | r(2) | fmt(9))
+     + (div($st; $et) | r(2) | fmt(8))
+     + (if $step == null or $tpot == null then null else $tpot - $step end | r(2) | fmt(14))
+     + ($ss | map(.client_cpu_s) | median | r(2) | fmt(13)) + ($ss | map(.duration) | median | r(1)))
+' "$raw"
