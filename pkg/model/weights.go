@@ -177,7 +177,7 @@ func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.
 	if len(t.shape) != 2 || t.shape[0] != rows || t.shape[1] != cols {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, rows, cols)
 	}
-	var arena *tensor.WeightArena // q4_0's repacked copy goes there
+	var arena *tensor.WeightArena // q4_0's and q4_K's repacked copies go there
 	if streamed {
 		arena = l.arena
 	}
@@ -185,7 +185,13 @@ func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.src.path(), t.name, err)
 	}
-	if arena != nil && t.typ != tensor.Q4_0 {
+	switch {
+	case m.Repacked():
+		// MatMul reads the repacked copy: the file's pages need not stay.
+		if arena != nil && t.mapped {
+			arena.Release(m.Data)
+		}
+	case arena != nil && t.typ != tensor.Q4_0:
 		m.Data = arena.Copy(m.Data, t.mapped)
 	}
 	l.counts[t.typ] += int64(len(t.data))

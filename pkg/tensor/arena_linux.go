@@ -45,6 +45,15 @@ func (a *WeightArena) Copy(b []byte, fileMapped bool) []byte {
 	return dst
 }
 
+// Release drops b's pages from this process (a no-op when a is nil); b
+// must lie in a read-only file mapping (see Copy): its data stays in the
+// page cache and is read back if used again.
+func (a *WeightArena) Release(b []byte) {
+	if a != nil && len(b) > 0 {
+		release(b)
+	}
+}
+
 // Alloc returns n zeroed bytes of huge-page memory, 64-byte aligned, or
 // nil when a is nil or the memory cannot be mapped.
 func (a *WeightArena) Alloc(n int) []byte {

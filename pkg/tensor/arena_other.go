@@ -14,3 +14,6 @@ func (a *WeightArena) Alloc(n int) []byte { return nil }
 
 // Close does nothing.
 func (a *WeightArena) Close() error { return nil }
+
+// Release is a no-op without huge-page arenas.
+func (a *WeightArena) Release(b []byte) {}

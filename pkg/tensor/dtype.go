@@ -111,7 +111,13 @@ type Matrix struct {
 	// q4 is a q4_0 matrix with a multiple of 8 rows repacked eight rows
 	// at a time (see packQ4x8); MatMul reads it instead of Data.
 	q4 []byte
+	// k4 is the same for q4_K (packQ4Kx8).
+	k4 []byte
 }
+
+// Repacked reports whether MatMul reads a copy of the matrix made at load
+// (in the arena passed to NewMatrixIn) instead of Data.
+func (m *Matrix) Repacked() bool { return m.q4 != nil || m.k4 != nil }
 
 // NewMatrix checks that data holds exactly rows x cols values of type t.
 // It has the OS map data's pages at once (see prefault), so a matrix over
@@ -120,8 +126,8 @@ func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 	return NewMatrixIn(nil, t, rows, cols, data)
 }
 
-// NewMatrixIn is NewMatrix with the copies made at load (q4_0's repacked
-// rows) placed in arena a (nil: the Go heap).
+// NewMatrixIn is NewMatrix with the copies made at load (q4_0's and
+// q4_K's repacked rows) placed in arena a (nil: the Go heap).
 func NewMatrixIn(a *WeightArena, t DType, rows, cols int, data []byte) (*Matrix, error) {
 	if rows <= 0 || cols <= 0 {
 		return nil, fmt.Errorf("matrix %dx%d: empty", rows, cols)
@@ -139,6 +145,9 @@ func NewMatrixIn(a *WeightArena, t DType, rows, cols int, data []byte) (*Matrix,
 		// Like llama.cpp's CPU_REPACK buffers: a copy in the layout the
 		// kernels stream best, made once at load.
 		m.q4 = packQ4x8(a.Alloc(rows/8*(cols/QK)*q4x8GroupBytes), data, rows, cols)
+	}
+	if t == Q4_K && rows%8 == 0 {
+		m.k4 = packQ4Kx8(a.Alloc(rows/8*(cols/QKK)*q4Kx8GroupBytes), data, rows, cols)
 	}
 	return m, nil
 }

@@ -248,11 +248,20 @@ func quantizeQ6K(x []float32, blk []byte) {
 }
 
 // ActQ8K is a batch of activation rows quantized to ggml's q8_K: per
-// 256-value block a float32 scale, 256 int8 values and 16 sums of 16.
+// 256-value block a float32 scale, 256 int8 values and 16 sums of 16 (and
+// the 8 sums of 32 the packed q4_K kernel broadcasts).
 type ActQ8K struct {
 	Q     []int8
 	D     []float32
 	BSums []int16
+	S     []int32
+}
+
+// fillS sets a.S from a.BSums.
+func (a *ActQ8K) fillS() {
+	for i := range a.S {
+		a.S[i] = int32(a.BSums[2*i]) + int32(a.BSums[2*i+1])
+	}
 }
 
 // quantizeActQ8K quantizes one row (len(x) a multiple of 256) into q, d

@@ -218,3 +218,24 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 		}
 	}
 }
+
+// rowsQ4Kx8 computes rows [r0, r1) (multiples of 8) of a packed q4_K
+// matrix: a block of groups stays in L2 while every token passes.
+func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
+	w, cols, nOut := o.W, m.cols, o.W.Rows
+	nb := cols / QKK
+	gb := nb * q4Kx8GroupBytes
+	groupBlock := max(1, blockWeights/gb)
+	var res [8]float32
+	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
+		b1 := min(r1/8, b0+groupBlock)
+		for t := 0; t < m.T; t++ {
+			xq, xd, xs := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.S[8*t*nb:8*(t+1)*nb]
+			gemm := m.modes != nil && m.modes[t]&RowGemm4 != 0
+			for g := b0; g < b1; g++ {
+				q4Kx8(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xs, gemm, &res)
+				copy(o.Y[t*nOut+8*g:t*nOut+8*g+8], res[:])
+			}
+		}
+	}
+}

@@ -148,10 +148,11 @@ func TestKQuantMatchesLlamaCpp(t *testing.T) {
 
 func actQ8K(x []float32, T, cols int) *ActQ8K {
 	nb := cols / QKK
-	a := &ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, 16*T*nb)}
+	a := &ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, 16*T*nb), S: make([]int32, 8*T*nb)}
 	for t := 0; t < T; t++ {
 		quantizeActQ8K(x[t*cols:(t+1)*cols], a.Q[t*cols:], a.D[t*nb:], a.BSums[16*t*nb:])
 	}
+	a.fillS()
 	return a
 }
 
@@ -240,5 +241,37 @@ func TestMatMulGGMLKQuant(t *testing.T) {
 			}
 		}
 		ctx.Close()
+	}
+}
+
+// TestQ4Kx8MatchesLlamaCpp: the packed eight-row q4_K kernels, portable
+// and assembly, give llama.cpp's gemv and gemm results.
+func TestQ4Kx8MatchesLlamaCpp(t *testing.T) {
+	r := readKRef(t)
+	xk := actQ8K(r.x, refT, refC)
+	nb := refC / QKK
+	packed := packQ4Kx8(nil, r.types[0].w, refR, refC)
+	gb := nb * q4Kx8GroupBytes
+	for _, k := range []struct {
+		name string
+		f    func(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out *[8]float32)
+	}{{"Go", q4Kx8Generic}, {"asm", q4Kx8}} {
+		for _, gemm := range []bool{false, true} {
+			want := r.gemv
+			if gemm {
+				want = r.gemm
+			}
+			for tok := 0; tok < refT; tok++ {
+				for g := 0; g < refR/8; g++ {
+					var out [8]float32
+					k.f(packed[g*gb:(g+1)*gb], nb, xk.Q[tok*refC:], xk.D[tok*nb:], xk.S[8*tok*nb:], gemm, &out)
+					for i, got := range out {
+						if w := want[tok*refR+8*g+i]; !bitsEqual(got, w) {
+							t.Errorf("%s gemm=%v token %d row %d: %v, llama.cpp %v", k.name, gemm, tok, 8*g+i, got, w)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -124,6 +124,9 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 			packed = true
 			m.unit[i] = 8
 		}
+		if o.W.k4 != nil {
+			m.unit[i] = 8
+		}
 		units += o.W.Rows / m.unit[i]
 	}
 	m.start[len(outs)] = units
@@ -152,7 +155,7 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 		m.acc = c.acc
 	}
 	grain := max(1, minChunkWork/(cols*T))
-	if packed {
+	if packed || kquant {
 		grain = max(1, grain/8)
 	}
 	c.Pool.Run(m, units, grain)
@@ -169,12 +172,13 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 func (c *Ctx) quantizeK(x []float32, T, cols int) {
 	nb := cols / QKK
 	if len(c.xk.Q) < T*cols {
-		c.xk = ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, T*nb*16)}
+		c.xk = ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, T*nb*16), S: make([]int32, T*nb*8)}
 	}
 	for t := 0; t < T; t++ {
 		quantizeActQ8K(x[t*cols:(t+1)*cols], c.xk.Q[t*cols:(t+1)*cols], c.xk.D[t*nb:(t+1)*nb], c.xk.BSums[16*t*nb:16*(t+1)*nb])
 	}
-	c.mm.xk = ActQ8K{Q: c.xk.Q[:T*cols], D: c.xk.D[:T*nb], BSums: c.xk.BSums[:16*T*nb]}
+	c.mm.xk = ActQ8K{Q: c.xk.Q[:T*cols], D: c.xk.D[:T*nb], BSums: c.xk.BSums[:16*T*nb], S: c.xk.S[:8*T*nb]}
+	c.mm.xk.fillS()
 }
 
 // quantize converts the T activation rows to q8_0 once for all matrices
@@ -228,6 +232,8 @@ func (m *mmTask) rows(o *Out, worker, r0, r1 int) {
 		m.rowsF16(o, m.acc[worker], r0, r1)
 	case w.q4 != nil:
 		m.rowsQ4x8(o, r0, r1)
+	case w.k4 != nil:
+		m.rowsQ4Kx8(o, r0, r1)
 	case w.Type.KQuant():
 		m.rowsK(o, r0, r1)
 	case w.Type == Q8_0 && m.xt != nil:

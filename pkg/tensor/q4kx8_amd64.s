@@ -1,0 +1,137 @@
+// exactness: q4_K products over the packed eight-row layout (q4kx8.go)
+// with llama.cpp's repacked-q4_K rounding: per row the exact integer sums,
+// converted and fused as acc += isum*(d*dy), accMin += imin*(dmin*dy), once
+// per super-block (gemv) or per 64-value chunk (gemm). Lane r is row r.
+
+#include "textflag.h"
+
+DATA q4kx8m4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kx8m4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kx8m4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kx8m4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4kx8m4<>(SB), RODATA|NOPTR, $32
+
+DATA q4kx8ones<>+0(SB)/8, $0x0001000100010001
+DATA q4kx8ones<>+8(SB)/8, $0x0001000100010001
+DATA q4kx8ones<>+16(SB)/8, $0x0001000100010001
+DATA q4kx8ones<>+24(SB)/8, $0x0001000100010001
+GLOBL q4kx8ones<>(SB), RODATA|NOPTR, $32
+
+// One four-byte column C (0..31, = 8J+K) of chunk J: low nibbles against
+// activation bytes 64J+4K.., high ones against 64J+32+4K.., int16 sums
+// into Y4 / Y5 (each lane at most 16 products of 15*127: no overflow).
+#define Q4KCOL(C, XOFF) \
+	VMOVDQU      (160+32*(C))(SI), Y6 \
+	VPSRLW       $4, Y6, Y7           \
+	VPAND        Y15, Y6, Y6          \
+	VPAND        Y15, Y7, Y7          \
+	VPBROADCASTD (XOFF)(DI), Y8       \
+	VPMADDUBSW   Y8, Y6, Y6           \
+	VPADDW       Y6, Y4, Y4           \
+	VPBROADCASTD (XOFF+32)(DI), Y9    \
+	VPMADDUBSW   Y9, Y7, Y7           \
+	VPADDW       Y7, Y5, Y5
+
+// Chunk J: its two sub-blocks' dot products per row, times each row's
+// scale, into Y2; the rows' mins times the activation's sub-block sums
+// (at BX) into Y3.
+#define Q4KCHUNK(J) \
+	VPXOR     Y4, Y4, Y4                \
+	VPXOR     Y5, Y5, Y5                \
+	Q4KCOL(8*(J)+0, 64*(J)+0)           \
+	Q4KCOL(8*(J)+1, 64*(J)+4)           \
+	Q4KCOL(8*(J)+2, 64*(J)+8)           \
+	Q4KCOL(8*(J)+3, 64*(J)+12)          \
+	Q4KCOL(8*(J)+4, 64*(J)+16)          \
+	Q4KCOL(8*(J)+5, 64*(J)+20)          \
+	Q4KCOL(8*(J)+6, 64*(J)+24)          \
+	Q4KCOL(8*(J)+7, 64*(J)+28)          \
+	VPMADDWD  Y12, Y4, Y4               \
+	VPMADDWD  Y12, Y5, Y5               \
+	VPMOVZXBD (32+16*(J))(SI), Y6       \
+	VPMOVZXBD (40+16*(J))(SI), Y7       \
+	VPMULLD   Y6, Y4, Y4                \
+	VPMULLD   Y7, Y5, Y5                \
+	VPADDD    Y4, Y2, Y2                \
+	VPADDD    Y5, Y2, Y2                \
+	VPMOVZXBD (96+16*(J))(SI), Y6       \
+	VPMOVZXBD (104+16*(J))(SI), Y7      \
+	VPBROADCASTD (8*(J))(BX), Y8        \
+	VPBROADCASTD (8*(J)+4)(BX), Y9      \
+	VPMULLD   Y8, Y6, Y6                \
+	VPMULLD   Y9, Y7, Y7                \
+	VPADDD    Y6, Y3, Y3                \
+	VPADDD    Y7, Y3, Y3
+
+// Fuse the integer sums Y2 / Y3 into the accumulators Y0 / Y1 with the
+// rows' d*dy / dmin*dy, and clear them.
+#define Q4KFUSE \
+	VBROADCASTSS (DX), Y13     \
+	VCVTDQ2PS    Y2, Y10       \
+	VCVTPH2PS    (SI), Y11     \
+	VMULPS       Y13, Y11, Y11 \
+	VFMADD231PS  Y11, Y10, Y0  \
+	VCVTDQ2PS    Y3, Y10       \
+	VCVTPH2PS    16(SI), Y11   \
+	VMULPS       Y13, Y11, Y11 \
+	VFMADD231PS  Y11, Y10, Y1  \
+	VPXOR        Y2, Y2, Y2    \
+	VPXOR        Y3, Y3, Y3
+
+#define Q4KSETUP \
+	MOVQ    w+0(FP), SI        \
+	MOVQ    nb+8(FP), CX       \
+	MOVQ    xq+16(FP), DI      \
+	MOVQ    xd+24(FP), DX      \
+	MOVQ    xs+32(FP), BX      \
+	MOVQ    out+40(FP), R9     \
+	VMOVDQU q4kx8m4<>(SB), Y15 \
+	VMOVDQU q4kx8ones<>(SB), Y12 \
+	VXORPS  Y0, Y0, Y0         \
+	VXORPS  Y1, Y1, Y1         \
+	VPXOR   Y2, Y2, Y2         \
+	VPXOR   Y3, Y3, Y3
+
+#define Q4KNEXT \
+	ADDQ $1184, SI \
+	ADDQ $256, DI  \
+	ADDQ $4, DX    \
+	ADDQ $32, BX   \
+	DECQ CX
+
+#define Q4KDONE \
+	VSUBPS     Y1, Y0, Y0 \
+	VMOVUPS    Y0, (R9)   \
+	VZEROUPPER            \
+	RET
+
+// func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
+TEXT ·q4Kx8GemvAVX2(SB), NOSPLIT, $0-48
+	Q4KSETUP
+
+gemvloop:
+	Q4KCHUNK(0)
+	Q4KCHUNK(1)
+	Q4KCHUNK(2)
+	Q4KCHUNK(3)
+	Q4KFUSE
+	Q4KNEXT
+	JNZ gemvloop
+	Q4KDONE
+
+// func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
+TEXT ·q4Kx8GemmAVX2(SB), NOSPLIT, $0-48
+	Q4KSETUP
+
+gemmloop:
+	Q4KCHUNK(0)
+	Q4KFUSE
+	Q4KCHUNK(1)
+	Q4KFUSE
+	Q4KCHUNK(2)
+	Q4KFUSE
+	Q4KCHUNK(3)
+	Q4KFUSE
+	Q4KNEXT
+	JNZ gemmloop
+	Q4KDONE
