@@ -108,7 +108,9 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 
 // benchContext measures decode after a long prompt: decode_ctx_tok_s_xS is
 // the S*(GenTokens-1) tokens generated after every sequence has its first
-// token (its Context-token prefill done), over the time they took.
+// token (its Context-token prefill done), over the time they took;
+// prefill_ctx_tok_s is the single sequence's prompt over the time to its
+// first token (longctx.mjs's prefill_tok_s).
 func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[string]float64) error {
 	if o.GenTokens < 2 {
 		return fmt.Errorf("bench: --context needs gen_tokens >= 2")
@@ -134,6 +136,10 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 		}
 		if r.afterFirst > 0 {
 			res[fmt.Sprintf("decode_ctx_tok_s_x%d", s)] = round2(float64(s*(o.GenTokens-1)) / r.afterFirst.Seconds())
+			if s == 1 {
+				// The prompt's prefill: Add to its first token.
+				res["prefill_ctx_tok_s"] = round2(float64(o.Context) / (r.total - r.afterFirst).Seconds())
+			}
 		}
 	}
 	res["context"] = float64(o.Context)
