@@ -47,6 +47,8 @@ func newGenModelCmd() *cobra.Command {
 	f.IntVar(&o.FFN, "ffn", 512, "feed-forward size")
 	f.IntVar(&o.Vocab, "vocab", 512, "vocabulary size (at least 260)")
 	f.IntVar(&o.MaxPos, "max_pos", 2048, "context length")
+	f.Float64Var(&o.YarnFactor, "yarn_factor", 0, "YaRN RoPE scaling factor (0: none)")
+	f.IntVar(&o.YarnOrigCtx, "yarn_orig_ctx", 0, "YaRN: the trained context the factor extends (original_max_position_embeddings)")
 	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K, or llama.cpp's mixes q4_K_M, q5_K_M (q6_K output, q6_K attn_v/ffn_down on its more-bits layers)")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.BoolVar(&o.Tied, "tied", false, "share the output head with the embedding")

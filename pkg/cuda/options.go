@@ -95,6 +95,9 @@ func (o Options) resolve(cfg model.Config) (resolved, error) {
 	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 || longRoPE {
 		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling, LongRoPE) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
 	}
+	if rs := cfg.RopeScaling; rs != nil && rs.Type == "yarn" {
+		return r, fmt.Errorf("cuda: YaRN RoPE scaling is not supported by the CUDA backend; use --backend cpu")
+	}
 	var err error
 	switch {
 	case o.WeightType != "":

@@ -38,6 +38,11 @@ func TestResolve(t *testing.T) {
 			err: "granite models"},
 		"phi3 q scaling refused": {cfg: func() model.Config { c := smallConfig("f32"); c.Arch, c.QScale = "phi3", 0.125; return c }(),
 			err: "phi3 models"},
+		"yarn refused": {cfg: func() model.Config {
+			c := smallConfig("f32")
+			c.RopeScaling = &model.RopeScaling{Type: "yarn", Factor: 4}
+			return c
+		}(), err: "YaRN"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

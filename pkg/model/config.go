@@ -47,17 +47,17 @@ type Config struct {
 
 // RopeScaling is a supported RoPE frequency scaling.
 type RopeScaling struct {
-	Type           string  // "llama3" | "linear" | "longrope"
-	Factor         float64 // linear: positions divided by Factor
+	Type           string  // "llama3" | "linear" | "longrope" | "yarn"
+	Factor         float64 // linear, yarn: positions divided by Factor
 	LowFreqFactor  float64 // llama3
 	HighFreqFactor float64 // llama3
-	OriginalMaxPos int     // llama3, longrope
+	OriginalMaxPos int     // llama3, longrope; yarn: the trained context (n_ctx_orig_yarn)
 	// LongRoPE (phi3): per-pair frequency divisors for contexts up to
 	// OriginalMaxPos (short) and beyond (long), chosen at load by the
 	// context the model runs at (LoadOptions.Context) as llama.cpp chooses
 	// by n_ctx; cos and sin are multiplied by AttnFactor.
 	ShortFactor, LongFactor []float32
-	AttnFactor              float32
+	AttnFactor              float32 // also yarn: GGUF rope.scaling.attn_factor (0: 1)
 }
 
 func (c *Config) validate() error {
@@ -213,12 +213,17 @@ func parseHFRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 		return nil, nil
 	}
 	var rs struct {
-		Type           string  `json:"type"`
-		RopeType       string  `json:"rope_type"`
-		Factor         float64 `json:"factor"`
-		LowFreqFactor  float64 `json:"low_freq_factor"`
-		HighFreqFactor float64 `json:"high_freq_factor"`
-		OriginalMaxPos int     `json:"original_max_position_embeddings"`
+		Type           string   `json:"type"`
+		RopeType       string   `json:"rope_type"`
+		Factor         float64  `json:"factor"`
+		LowFreqFactor  float64  `json:"low_freq_factor"`
+		HighFreqFactor float64  `json:"high_freq_factor"`
+		OriginalMaxPos int      `json:"original_max_position_embeddings"`
+		BetaFast       *float64 `json:"beta_fast"`
+		BetaSlow       *float64 `json:"beta_slow"`
+		AttnFactor     *float64 `json:"attention_factor"`
+		MScale         *float64 `json:"mscale"`
+		MScaleAllDim   *float64 `json:"mscale_all_dim"`
 	}
 	if err := json.Unmarshal(raw, &rs); err != nil {
 		return nil, fmt.Errorf("rope_scaling: %w", err)
@@ -245,8 +250,23 @@ func parseHFRopeScaling(raw json.RawMessage) (*RopeScaling, error) {
 		}
 		return &RopeScaling{Type: "llama3", Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
 			HighFreqFactor: rs.HighFreqFactor, OriginalMaxPos: rs.OriginalMaxPos}, nil
+	case "yarn":
+		// What llama.cpp's converter carries into GGUF (factor, original
+		// context); YaRN's other knobs at their defaults only, since
+		// llama.cpp would ignore them.
+		switch {
+		case rs.Factor <= 0:
+			return nil, fmt.Errorf("rope_scaling: yarn factor %v", rs.Factor)
+		case rs.BetaFast != nil && *rs.BetaFast != 32, rs.BetaSlow != nil && *rs.BetaSlow != 1:
+			return nil, fmt.Errorf("rope_scaling: yarn beta_fast/beta_slow other than 32/1 are not supported")
+		case rs.AttnFactor != nil, rs.MScale != nil, rs.MScaleAllDim != nil:
+			return nil, fmt.Errorf("rope_scaling: yarn attention_factor/mscale/mscale_all_dim are not supported")
+		}
+		return &RopeScaling{Type: "yarn", Factor: rs.Factor, OriginalMaxPos: rs.OriginalMaxPos}, nil
+	case "dynamic":
+		return nil, fmt.Errorf("rope_scaling type \"dynamic\" (dynamic NTK) is not supported: llama.cpp has no such scaling to match")
 	}
-	return nil, fmt.Errorf("rope_scaling type %q is not supported (llama3, linear; longrope for phi3)", typ)
+	return nil, fmt.Errorf("rope_scaling type %q is not supported (llama3, linear, yarn; longrope for phi3)", typ)
 }
 
 // Llama3FreqFactors returns the per-pair frequency divisors of Llama 3
@@ -311,10 +331,24 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	}
 	if typ, ok := f.String(arch + ".rope.scaling.type"); ok && typ != "none" {
 		factor, _ := f.Float(arch + ".rope.scaling.factor")
-		if typ != "linear" || factor <= 0 {
-			return Config{}, fmt.Errorf("rope scaling %q (factor %v) is not supported", typ, factor)
+		switch {
+		case factor <= 0 || (typ != "linear" && typ != "yarn"):
+			return Config{}, fmt.Errorf("rope scaling %q (factor %v) is not supported (linear, yarn)", typ, factor)
+		case typ == "linear":
+			c.RopeScaling = &RopeScaling{Type: "linear", Factor: factor}
+		default:
+			if v, ok := f.Float(arch + ".rope.scaling.yarn_log_multiplier"); ok && v != 0 {
+				return Config{}, fmt.Errorf("rope scaling yarn with yarn_log_multiplier %v is not supported", v)
+			}
+			rs := &RopeScaling{Type: "yarn", Factor: factor}
+			if v, ok := f.Uint(arch + ".rope.scaling.original_context_length"); ok {
+				rs.OriginalMaxPos = int(v)
+			}
+			if v, ok := f.Float(arch + ".rope.scaling.attn_factor"); ok {
+				rs.AttnFactor = float32(v)
+			}
+			c.RopeScaling = rs
 		}
-		c.RopeScaling = &RopeScaling{Type: "linear", Factor: factor}
 	}
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		c.Vocab = len(toks)

@@ -372,6 +372,10 @@ func addInPlace(x, y []float32) {
 // ggml's rope cache does: the angle stepped by repeated float32
 // multiplication and glibc's sincosf, so angles match llama.cpp bit for bit.
 func (m *Model) ropeTable(pos int32, cos, sin []float32) {
+	if m.yarn != nil {
+		m.yarn.table(pos, m.ropeScale, m.freqScale, cos, sin)
+		return
+	}
 	theta := float32(pos)
 	for i := range cos {
 		t := theta

@@ -26,6 +26,10 @@ type GenOptions struct {
 	Tied                                    bool    // output head shares the embedding
 	RopeTheta                               float64 // 0: 10000
 	RMSEps                                  float64 // 0: 1e-5
+	// YaRN RoPE scaling (rope_scaling yarn), when YarnFactor > 0: the
+	// positions' scale factor and the trained context it extends.
+	YarnFactor  float64
+	YarnOrigCtx int
 	// Granite's multipliers (0: Granite 3.0's values); other families
 	// ignore them.
 	EmbedScale, ResidualScale, AttnScale, LogitScale float64
@@ -257,6 +261,11 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w.Set(arch+".attention.value_length", uint32(o.HeadDim))
 	w.Set(arch+".rope.dimension_count", uint32(o.HeadDim))
 	w.Set(arch+".rope.freq_base", float32(o.RopeTheta))
+	if o.YarnFactor > 0 {
+		w.Set(arch+".rope.scaling.type", "yarn")
+		w.Set(arch+".rope.scaling.factor", float32(o.YarnFactor))
+		w.Set(arch+".rope.scaling.original_context_length", uint32(o.YarnOrigCtx))
+	}
 	w.Set(arch+".attention.layer_norm_rms_epsilon", float32(o.RMSEps))
 	w.Set(arch+".vocab_size", uint32(o.Vocab))
 	if fam.genGGUF != nil {
@@ -383,6 +392,10 @@ func GenerateHF(dir string, o GenOptions) error {
 		"hidden_act": fam.hiddenAct, "tie_word_embeddings": o.Tied, "attention_bias": fam.qkvBias,
 		"bos_token_id": 1, "eos_token_id": 2, "torch_dtype": map[safetensors.DType]string{
 			safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[stDType],
+	}
+	if o.YarnFactor > 0 {
+		cfg["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": o.YarnFactor,
+			"original_max_position_embeddings": o.YarnOrigCtx}
 	}
 	if fam.genHF != nil {
 		fam.genHF(cfg, &o)

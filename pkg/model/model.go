@@ -69,6 +69,7 @@ type Model struct {
 	freqScale  float32   // linear scaling: 1/factor
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling, LongRoPE), nil if none
 	ropeMscale float32   // cos/sin multiplier (LongRoPE's attention factor); 0 or 1: none
+	yarn       *yarn     // YaRN RoPE scaling, nil if none
 	kvF16      bool
 	kvQ8       bool // KV store in q8_0 blocks (kvF16 false)
 	lanes      int  // f32 vector width of the llama.cpp build whose rounding we follow
@@ -342,8 +343,11 @@ func (m *Model) initRope(context int) {
 		m.kqScale = 1 / float32(math.Sqrt(float64(c.HeadDim)))
 	}
 	m.freqScale = 1
-	if c.RopeScaling != nil && c.RopeScaling.Type == "linear" {
-		m.freqScale = float32(1 / c.RopeScaling.Factor)
+	if rs := c.RopeScaling; rs != nil && (rs.Type == "linear" || rs.Type == "yarn") {
+		m.freqScale = 1 / float32(rs.Factor) // rope_freq_scale_train = 1.0f/ropescale
+	}
+	if rs := c.RopeScaling; rs != nil && rs.Type == "yarn" {
+		m.yarn = newYarn(c, m.freqScale)
 	}
 }
 
