@@ -43,7 +43,14 @@ func TestReadHFConfig(t *testing.T) {
 					t.Errorf("scaling %+v", c.RopeScaling)
 				}
 			}},
-		{name: "yarn unsupported", config: `{"model_type":"qwen2","rope_scaling":{"type":"yarn","factor":4}}`, wantErr: `"yarn"`},
+		{name: "yarn", config: `{"model_type":"qwen2","rope_scaling":{"type":"yarn","factor":4,"original_max_position_embeddings":32768}}`,
+			check: func(t *testing.T, c Config) {
+				if rs := c.RopeScaling; rs == nil || rs.Type != "yarn" || rs.Factor != 4 || rs.OriginalMaxPos != 32768 {
+					t.Errorf("scaling %+v", c.RopeScaling)
+				}
+			}},
+		{name: "yarn mscale unsupported", config: `{"model_type":"qwen2","rope_scaling":{"type":"yarn","factor":4,"mscale":0.7}}`, wantErr: "mscale"},
+		{name: "dynamic ntk unsupported", config: `{"model_type":"llama","rope_scaling":{"type":"dynamic","factor":2}}`, wantErr: "dynamic"},
 		{name: "gelu unsupported", config: `{"model_type":"llama","hidden_act":"gelu"}`, wantErr: "hidden_act"},
 		{name: "bad json", config: `{"model_type":`, wantErr: "config.json"},
 		{name: "bad eos", config: `{"model_type":"llama","eos_token_id":"x"}`, wantErr: "eos_token_id"},
