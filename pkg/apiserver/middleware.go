@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,7 +33,26 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	healthProbeKey
+	accessKey
 )
+
+// access is what the access log line reports beyond the HTTP exchange:
+// the tokens of the generation the request ran (filled by run.close).
+type access struct {
+	mu                 sync.Mutex
+	prompt, completion int
+}
+
+func (a *access) add(prompt, completion int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.prompt += prompt
+	a.completion += completion
+}
+
+// quietPaths are logged at debug level: probes and scrapes every few
+// seconds would drown the requests.
+var quietPaths = map[string]bool{"/health": true, "/healthz": true, "/liveness": true, "/readiness": true, "/metrics": true}
 
 // HealthProbeHeader marks the health role's probe requests (pkg/health
 // sends it with the value "1"). They are served as any request but kept
@@ -125,9 +145,12 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			w.Header().Set("Connection", "close")
 		}
 		ctx := context.WithValue(r.Context(), requestIDKey, id)
-		if r.Header.Get(HealthProbeHeader) == "1" {
+		probe := r.Header.Get(HealthProbeHeader) == "1"
+		if probe {
 			ctx = context.WithValue(ctx, healthProbeKey, true)
 		}
+		acc := &access{}
+		ctx = context.WithValue(ctx, accessKey, acc)
 		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
@@ -144,8 +167,17 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				}
 				s.writeError(sw, r, internalError("internal error while handling the request"))
 			}
-			s.log.Debug().Str("request_id", id).Str("method", r.Method).Str("path", r.URL.Path).
-				Int("status", sw.status).Dur("took", time.Since(start)).Msg("request")
+			// The access log: one line per request.
+			lvl := zerolog.InfoLevel
+			if probe || quietPaths[r.URL.Path] {
+				lvl = zerolog.DebugLevel
+			}
+			acc.mu.Lock()
+			pt, ct := acc.prompt, acc.completion
+			acc.mu.Unlock()
+			s.log.WithLevel(lvl).Str("request_id", id).Str("method", r.Method).Str("path", r.URL.Path).
+				Int("status", sw.status).Stringer("took", time.Since(start)).
+				Int("prompt_tokens", pt).Int("completion_tokens", ct).Str("remote", r.RemoteAddr).Msg("request")
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -197,3 +197,32 @@ func TestAPIKeyAndCORS(t *testing.T) {
 		t.Errorf("metrics with key: %d", r.status)
 	}
 }
+
+func TestAccessLog(t *testing.T) {
+	var logs lockedBuffer
+	tok := storiesTokenizer(t)
+	ts := startWithLog(t, apiserver.Options{}, fakebackend.New(tok, fakebackend.Options{}), tok, zerolog.New(&logs))
+	ts.post(t, "/v1/completions", `{"prompt":"Once upon a time","max_tokens":3}`, "X-Request-Id", "acc-1")
+	ts.get(t, "/health")
+	var line string
+	waitFor(t, "the access log line", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"request_id":"acc-1"`) && strings.Contains(l, `"message":"request"`) {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	for _, want := range []string{`"level":"info"`, `"method":"POST"`, `"path":"/v1/completions"`, `"status":200`,
+		`"prompt_tokens":5`, `"completion_tokens":3`, `"took":"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("access log %s lacks %s", line, want)
+		}
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"path":"/health"`) && !strings.Contains(l, `"level":"debug"`) {
+			t.Errorf("probe logged above debug: %s", l)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 // run is one admitted group being read.
 type run struct {
 	s      *Server
+	acc    *access // the request's access log record; nil outside the middleware
 	group  *Group
 	path   string
 	id     uint64
@@ -59,7 +60,8 @@ func (s *Server) submit(ctx context.Context, path string, g *Group) (*run, *apiE
 		}
 		return nil, s.asAPIError(err)
 	}
-	rn := &run{s: s, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
+	acc, _ := ctx.Value(accessKey).(*access)
+	rn := &run{s: s, acc: acc, group: g, path: path, id: st.ID, events: st.Events, left: g.N, done: make([]bool, g.N),
 		tokens: make([]int, g.N), finish: make([]FinishReason, g.N), lastTok: make([]time.Time, g.N), probe: isHealthProbe(ctx)}
 	if !rn.probe {
 		s.live.admit()
@@ -154,6 +156,13 @@ func (r *run) abort() {
 func (r *run) close() {
 	if r.left > 0 {
 		r.abort()
+	}
+	if acc := r.acc; acc != nil {
+		total := 0
+		for _, n := range r.tokens {
+			total += n
+		}
+		acc.add(len(r.group.Prompt), total)
 	}
 	r.s.seqs.Add(-int64(r.group.N))
 	if !r.probe {

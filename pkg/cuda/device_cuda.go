@@ -93,7 +93,7 @@ func openDevice(r resolved, group, headDim int, log zerolog.Logger) (_ *cudaDevi
 		return nil, err
 	}
 	d.info.Kernels = fmt.Sprintf("%s (NVRTC %s)", img.arch, img.nvrtc)
-	log.Debug().Str("kernels", d.info.Kernels).Dur("took", time.Since(start)).Msg("cuda kernels ready")
+	log.Debug().Str("kernels", d.info.Kernels).Stringer("took", time.Since(start)).Msg("cuda kernels ready")
 	if err := l.check(C.d_module_load(l.L, &d.module, unsafe.Pointer(&img.data[0])), "cuModuleLoadData ("+img.arch+")"); err != nil {
 		return nil, err
 	}

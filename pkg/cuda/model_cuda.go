@@ -65,7 +65,7 @@ func (g *Model) load(w model.Weights) error {
 	if err := g.c.loadWeights(w); err != nil {
 		return err
 	}
-	g.c.opt.Log.Debug().Dur("took", time.Since(start)).Int64("bytes", g.c.w.bytes).Msg("cuda weights uploaded")
+	g.c.opt.Log.Debug().Stringer("took", time.Since(start)).Int64("bytes", g.c.w.bytes).Msg("cuda weights uploaded")
 	return g.c.prepare()
 }
 

@@ -172,7 +172,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is to cut the response short, as Envoy resets the stream.
 		panic(http.ErrAbortHandler)
 	}
-	log.Debug().Str("endpoint", served).Int("status", resp.StatusCode).Dur("took", time.Since(start)).Msg("proxied")
+	log.Debug().Str("endpoint", served).Int("status", resp.StatusCode).Stringer("took", time.Since(start)).Msg("proxied")
 }
 
 // finish ends a Process call the way Envoy does, with a half-close, and

@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err := ctl.Ready(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("status", sock).Dur("interval", m.Interval).Int("failures", m.Failures).
+	log.Info().Str("status", sock).Stringer("interval", m.Interval).Int("failures", m.Failures).
 		Bool("gpu", m.GPU != nil).Msg("health monitor running")
 	return m.Run(ctx)
 }

@@ -40,7 +40,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		if err != nil {
 			return nil, nil, err
 		}
-		log.Warn().Dur("step", step).Msg("synthetic test backend: no model runs, tokens are a deterministic hash")
+		log.Warn().Stringer("step", step).Msg("synthetic test backend: no model runs, tokens are a deterministic hash")
 		fwd = sm
 	case config.BackendCUDA:
 		f, c, err := loadCUDA(cfg, log)

@@ -42,7 +42,7 @@ func (s *Supervisor) onExit(r *roleProc, gen int, st ExitStatus) error {
 		s.log.Info().Str("target", r.name).Str("exit", st.String()).Msg("role stopped for restart")
 		return s.restart(r)
 	}
-	s.log.Warn().Str("target", r.name).Str("exit", st.String()).Dur("uptime", uptime).Msg("role exited unexpectedly")
+	s.log.Warn().Str("target", r.name).Str("exit", st.String()).Stringer("uptime", uptime).Msg("role exited unexpectedly")
 	return s.failed(r, uptime, st.String())
 }
 
@@ -61,7 +61,7 @@ func (s *Supervisor) failed(r *roleProc, uptime time.Duration, why string) error
 	gen := r.gen
 	s.mu.Unlock()
 	r.restartTimer = time.AfterFunc(d, func() { s.post(event{kind: evRestartDue, role: r.name, gen: gen}) })
-	s.log.Warn().Str("target", r.name).Dur("in", d).Int("failures_in_window", len(r.failures)).Msg("restarting role")
+	s.log.Warn().Str("target", r.name).Stringer("in", d).Int("failures_in_window", len(r.failures)).Msg("restarting role")
 	s.writeState()
 	return nil
 }
@@ -126,7 +126,7 @@ func (s *Supervisor) onReadyTimeout(r *roleProc, gen int) error {
 		return launchError(r.name, fmt.Sprintf("did not report ready within --ready_timeout %s", s.cfg.ReadyTimeout), p.Output())
 	}
 	// The exit that follows is charged as a failure and restarted.
-	s.log.Error().Str("target", r.name).Dur("ready_timeout", s.cfg.ReadyTimeout.D()).Msg("role not ready in time; killed")
+	s.log.Error().Str("target", r.name).Stringer("ready_timeout", s.cfg.ReadyTimeout.D()).Msg("role not ready in time; killed")
 	return nil
 }
 
@@ -184,7 +184,7 @@ func (s *Supervisor) checkHeartbeats(now time.Time) {
 		}
 		s.mu.Unlock()
 		if wedged {
-			s.log.Error().Str("target", name).Dur("silent", silent).Msg("no heartbeat; killing the role")
+			s.log.Error().Str("target", name).Stringer("silent", silent).Msg("no heartbeat; killing the role")
 			_ = p.Signal(syscall.SIGKILL)
 		}
 	}

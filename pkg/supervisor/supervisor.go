@@ -385,7 +385,7 @@ func (s *Supervisor) handle(ev event) (stop bool, err error) {
 func (s *Supervisor) startStage(i int) error {
 	if i >= len(s.opts.Stages) {
 		s.setPhase(rolectl.PhaseRunning)
-		s.log.Info().Dur("took", time.Since(s.started)).Str("url", fmt.Sprintf("http://%s:%d", s.cfg.Host, s.cfg.Port)).Msg("all roles ready")
+		s.log.Info().Stringer("took", time.Since(s.started)).Str("url", fmt.Sprintf("http://%s:%d", s.cfg.Host, s.cfg.Port)).Msg("all roles ready")
 		if err := rolectl.NotifySystemd("READY=1"); err != nil {
 			s.log.Warn().Err(err).Msg("sd_notify")
 		}
@@ -466,7 +466,7 @@ func (s *Supervisor) onReady(r *roleProc, pid int) (resp rolectl.Response, advan
 	launching := s.phase == rolectl.PhaseLaunching
 	s.mu.Unlock()
 	stopTimer(r.readyTimer)
-	s.log.Info().Str("target", r.name).Int("child_pid", pid).Dur("took", took).Msg("role ready")
+	s.log.Info().Str("target", r.name).Int("child_pid", pid).Stringer("took", took).Msg("role ready")
 	s.writeState()
 	return rolectl.Response{OK: true}, launching && s.stageReady(r.stage)
 }

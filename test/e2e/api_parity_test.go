@@ -58,6 +58,18 @@ func TestAPIParity(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+	t.Run("access log with units and tokens", func(t *testing.T) {
+		for _, l := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(l, `"message":"request"`) && strings.Contains(l, `"path":"/v1/completions"`) &&
+				strings.Contains(l, `"status":200`) && strings.Contains(l, `"level":"info"`) {
+				if !strings.Contains(l, `"took":"`) || strings.Contains(l, `"prompt_tokens":0`) {
+					t.Fatalf("access log line without a duration unit or tokens: %s", l)
+				}
+				return
+			}
+		}
+		t.Fatalf("no access log line for /v1/completions:\n%s", tail(s.log.String(), 4096))
+	})
 	t.Run("health probe passes the key", func(t *testing.T) {
 		time.Sleep(time.Second) // five probes
 		for _, r := range s.status().Roles {
