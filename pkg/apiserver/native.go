@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,14 +13,12 @@ var nativeTopLevel = setOf("inputs", "parameters", "stream", "multimodal_params"
 
 // nativeParams are the keys LightLLM's SamplingParams.init reads, plus
 // return_details and logprobs.
-var nativeParams = setOf("best_of", "n", "do_sample", "temperature", "top_p", "top_k",
-	"repetition_penalty", "presence_penalty", "frequency_penalty", "input_penalty",
-	"max_new_tokens", "min_new_tokens", "ignore_eos", "stop_sequences", "seed",
-	"skip_special_tokens", "add_special_tokens", "add_spaces_between_special_tokens",
+var nativeParams = setOf(slices.Concat(samplingFieldNames, []string{"best_of", "n", "input_penalty",
+	"max_new_tokens", "min_new_tokens", "stop_sequences", "add_spaces_between_special_tokens",
 	"print_eos_token", "disable_prompt_cache", "exponential_decay_length_penalty",
 	"logit_bias", "allowed_token_ids", "return_details", "logprobs", "prompt_logprobs",
 	"return_routed_experts", "regular_constraint", "guided_grammar", "guided_json",
-	"image_max_patch_num", "suggested_dp_index", "group_request_id")
+	"image_max_patch_num", "suggested_dp_index", "group_request_id"})...)
 
 // nativeRequest is a parsed /generate body.
 type nativeRequest struct {

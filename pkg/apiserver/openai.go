@@ -3,17 +3,16 @@ package apiserver
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
 
 // Fields both OpenAI endpoints take: OpenAI's own, then the extensions
 // LightLLM and vLLM accept (top_k, repetition_penalty, ignore_eos, ...).
-var openAICommon = []string{"model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
-	"stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "user", "seed",
-	"response_format",
-	"do_sample", "top_k", "repetition_penalty", "ignore_eos", "min_tokens", "stop_token_ids",
-	"skip_special_tokens", "spaces_between_special_tokens", "include_stop_str_in_output", "add_special_tokens"}
+var openAICommon = slices.Concat(samplingFieldNames, []string{"model", "max_tokens", "max_completion_tokens", "n",
+	"stream", "stream_options", "stop", "logit_bias", "user", "response_format",
+	"min_tokens", "stop_token_ids", "spaces_between_special_tokens", "include_stop_str_in_output"})
 
 // openAIRequest is what both endpoints parse in common.
 type openAIRequest struct {

@@ -41,39 +41,6 @@ func (w *fieldWarner) first(name string) bool {
 	return true
 }
 
-// vllmUnsupported are vLLM request fields (protocol.py) that change what is
-// generated and that this server does not implement, with their "off"
-// value when it is not one of null, false, 0, "", [] or {}.
-var vllmUnsupported = map[string]string{
-	"use_beam_search":            "",
-	"length_penalty":             "1",
-	"min_p":                      "",
-	"prompt_logprobs":            "",
-	"allowed_token_ids":          "",
-	"bad_words":                  "",
-	"logits_processors":          "",
-	"return_tokens_as_token_ids": "",
-	"return_token_ids":           "",
-	"truncate_prompt_tokens":     "",
-	"guided_json":                "",
-	"guided_regex":               "",
-	"guided_choice":              "",
-	"guided_grammar":             "",
-	"guided_decoding_backend":    "",
-	"guided_whitespace_pattern":  "",
-	"structured_outputs":         "",
-	"priority":                   "",
-	"cache_salt":                 "",
-	"kv_transfer_params":         "",
-	"vllm_xargs":                 "",
-	"thinking_token_budget":      "",
-	// chat only in vLLM; harmless to check on completions too.
-	"echo":                   "",
-	"continue_final_message": "",
-	"chat_template":          "",
-	"documents":              "",
-}
-
 // isOff reports whether raw is null, false, 0, "", [] or {}, or equals off.
 func isOff(raw json.RawMessage, off string) bool {
 	t := string(bytes.TrimSpace(raw))

@@ -72,6 +72,45 @@ func (s *Server) defaultParams(openAI bool) SamplingParams {
 	return p
 }
 
+// samplingFieldNames are the fields samplingFields reads: the native API
+// and both OpenAI endpoints accept them alike, so a sampling parameter
+// added here and parsed in samplingFields reaches all three.
+var samplingFieldNames = []string{"do_sample", "temperature", "top_p", "top_k", "repetition_penalty",
+	"presence_penalty", "frequency_penalty", "ignore_eos", "seed", "skip_special_tokens", "add_special_tokens"}
+
+// vllmUnsupported are vLLM request fields (protocol.py) that change what is
+// generated and that this server does not implement, with their "off"
+// value when it is not one of null, false, 0, "", [] or {}.
+var vllmUnsupported = map[string]string{
+	"use_beam_search":            "",
+	"length_penalty":             "1",
+	"min_p":                      "",
+	"prompt_logprobs":            "",
+	"allowed_token_ids":          "",
+	"bad_words":                  "",
+	"logits_processors":          "",
+	"return_tokens_as_token_ids": "",
+	"return_token_ids":           "",
+	"truncate_prompt_tokens":     "",
+	"guided_json":                "",
+	"guided_regex":               "",
+	"guided_choice":              "",
+	"guided_grammar":             "",
+	"guided_decoding_backend":    "",
+	"guided_whitespace_pattern":  "",
+	"structured_outputs":         "",
+	"priority":                   "",
+	"cache_salt":                 "",
+	"kv_transfer_params":         "",
+	"vllm_xargs":                 "",
+	"thinking_token_budget":      "",
+	// chat only in vLLM; harmless to check on completions too.
+	"echo":                   "",
+	"continue_final_message": "",
+	"chat_template":          "",
+	"documents":              "",
+}
+
 // samplingFields reads the sampling parameters both APIs share, under the
 // same names, range-checking each as LightLLM's verify() does (plus the
 // NaN/huge-number checks it lacks). openAI selects OpenAI's ranges where
