@@ -27,7 +27,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 4
+	LayoutVersion uint32 = 5
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -206,7 +206,7 @@ type RoleState struct {
 //	108    4    FinishStatus          infer; router if never run     all
 //	112    4    FinishTokenIndex      infer; router if never run     detokenizer, apiserver
 //	116    4    InferReleased         infer; router if never run     router, apiserver
-//	120    4    (reserved, zero)
+//	120    4    MinP (f32)            apiserver                      infer
 //	124    4    PromptCacheLen        infer                          apiserver, metric
 //	128    4    StopMatched           detokenizer                    router, apiserver
 //	132    4    StopMatchedIndex      detokenizer                    apiserver
@@ -254,7 +254,7 @@ type Req struct {
 	FinishStatus      atomic.Uint32
 	FinishTokenIndex  atomic.Uint32
 	InferReleased     atomic.Uint32
-	_                 uint32
+	MinP              atomic.Uint32
 	PromptCacheLen    atomic.Uint32
 	StopMatched       atomic.Uint32
 	StopMatchedIndex  atomic.Uint32

@@ -57,6 +57,7 @@ func (s *Slot) Fill(gen uint32, q Request) error {
 	s.TopK.Store(int32(p.TopK))
 	s.Temperature.Store(math.Float32bits(p.Temperature))
 	s.TopP.Store(math.Float32bits(p.TopP))
+	s.MinP.Store(math.Float32bits(p.MinP))
 	s.RepetitionPenalty.Store(math.Float32bits(p.RepetitionPenalty))
 	s.PresencePenalty.Store(math.Float32bits(p.PresencePenalty))
 	s.FrequencyPenalty.Store(math.Float32bits(p.FrequencyPenalty))
@@ -100,6 +101,7 @@ func (s *Slot) Params() sampler.Params {
 	p := sampler.Params{
 		Temperature:       math.Float32frombits(s.Temperature.Load()),
 		TopP:              math.Float32frombits(s.TopP.Load()),
+		MinP:              math.Float32frombits(s.MinP.Load()),
 		TopK:              int(s.TopK.Load()),
 		RepetitionPenalty: math.Float32frombits(s.RepetitionPenalty.Load()),
 		PresencePenalty:   math.Float32frombits(s.PresencePenalty.Load()),

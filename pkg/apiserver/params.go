@@ -75,7 +75,7 @@ func (s *Server) defaultParams(openAI bool) SamplingParams {
 // samplingFieldNames are the fields samplingFields reads: the native API
 // and both OpenAI endpoints accept them alike, so a sampling parameter
 // added here and parsed in samplingFields reaches all three.
-var samplingFieldNames = []string{"do_sample", "temperature", "top_p", "top_k", "repetition_penalty",
+var samplingFieldNames = []string{"do_sample", "temperature", "top_p", "min_p", "top_k", "repetition_penalty",
 	"presence_penalty", "frequency_penalty", "ignore_eos", "seed", "skip_special_tokens", "add_special_tokens"}
 
 // vllmUnsupported are vLLM request fields (protocol.py) that change what is
@@ -84,7 +84,6 @@ var samplingFieldNames = []string{"do_sample", "temperature", "top_p", "top_k", 
 var vllmUnsupported = map[string]string{
 	"use_beam_search":            "",
 	"length_penalty":             "1",
-	"min_p":                      "",
 	"prompt_logprobs":            "",
 	"allowed_token_ids":          "",
 	"bad_words":                  "",
@@ -130,6 +129,12 @@ func samplingFields(o *object, p *SamplingParams, openAI bool) {
 			o.fail(invalidValue(o.name("top_p"), "'%s' must be in (0, 1], got %g", o.name("top_p"), *v))
 		}
 		p.TopP = float32(*v)
+	}
+	if v := o.float("min_p"); v != nil {
+		if *v < 0 || *v > 1 {
+			o.fail(invalidValue(o.name("min_p"), "'%s' must be in [0, 1], got %g", o.name("min_p"), *v))
+		}
+		p.MinP = float32(*v)
 	}
 	if v := o.intIn("top_k", -1, math.MaxInt32); v != nil {
 		if *v == 0 {

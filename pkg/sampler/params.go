@@ -34,6 +34,10 @@ type Params struct {
 	// TopP keeps the most likely tokens while the mass ranked above a token is
 	// <= TopP (LightLLM's rule), in (0, 1].
 	TopP float32
+	// MinP drops the tokens whose probability after temperature is below
+	// MinP times the most likely token's (vLLM's and llama.cpp's min_p),
+	// before top-k and top-p; in [0, 1], 0 keeps all.
+	MinP float32
 	// RepetitionPenalty >= 1: a counted token's logit l becomes l/r if l > 0, else l*r.
 	RepetitionPenalty float32
 	// PresencePenalty is subtracted once from each counted token's logit;
@@ -120,6 +124,8 @@ func (p *Params) Validate(vocab int) error {
 		return bad("top_k %d must be -1 (all tokens) or >= 1", p.TopK)
 	case !finite(p.TopP) || p.TopP <= 0 || p.TopP > 1:
 		return bad("top_p %v must be in (0, 1]", p.TopP)
+	case !finite(p.MinP) || p.MinP < 0 || p.MinP > 1:
+		return bad("min_p %v must be in [0, 1]", p.MinP)
 	case !finite(p.RepetitionPenalty) || p.RepetitionPenalty < 1:
 		return bad("repetition_penalty %v must be a finite number >= 1", p.RepetitionPenalty)
 	case !finite(p.PresencePenalty):

@@ -152,12 +152,25 @@ func (s *Sampler) mask(logits []float32, ids []int32, v float32) {
 	}
 }
 
-// sample draws from softmax(logits/T) restricted to the top-k / top-p set;
-// maxL is the largest logit.
+// sample draws from softmax(logits/T) restricted to the min-p, top-k and
+// top-p set; maxL is the largest logit.
 func (s *Sampler) sample(logits []float32, maxL float32, in *Input) Result {
 	p := in.Params
 	z := expScale(s.probs, logits, maxL, 1/p.Temperature)
 	u := uniform(in.Seed, len(in.Generated))
+	mass := z // of the tokens still candidates
+	if p.MinP > 0 {
+		// p_i / p_max = exp((l_i - maxL)/T) < min_p  <=>  l_i < maxL + T*ln(min_p).
+		floor := maxL + p.Temperature*float32(math.Log(float64(p.MinP)))
+		mass = 0
+		for i, l := range logits {
+			if l < floor {
+				s.probs[i] = 0
+			} else {
+				mass += float64(s.probs[i])
+			}
+		}
+	}
 
 	k := s.vocab
 	if p.TopK > 0 && p.TopK < k {
@@ -165,7 +178,7 @@ func (s *Sampler) sample(logits []float32, maxL float32, in *Input) Result {
 	}
 	var tok int32
 	if k == s.vocab && p.TopP >= 1 {
-		tok = drawAll(s.probs, u*z)
+		tok = drawAll(s.probs, u*mass)
 	} else {
 		idx := s.idx
 		for i := range idx {
@@ -176,7 +189,7 @@ func (s *Sampler) sample(logits []float32, maxL float32, in *Input) Result {
 			idx = idx[:k]
 		}
 		if p.TopP < 1 {
-			idx = idx[:nucleus(idx, logits, s.probs, float64(p.TopP)*z)]
+			idx = idx[:nucleus(idx, logits, s.probs, float64(p.TopP)*mass)]
 		}
 		var mass float64
 		for _, t := range idx {

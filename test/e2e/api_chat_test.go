@@ -38,6 +38,7 @@ func testChatAndUTF8(t *testing.T, bin, models string, gold apiGolden) {
 	c := newAPIClient(t, s.base)
 
 	t.Run("chat", func(t *testing.T) { testChat(t, c, tok, gold) })
+	t.Run("min_p", func(t *testing.T) { testMinP(t, c, c) })
 	t.Run("utf8 stream", func(t *testing.T) { testUTF8Stream(t, c, tok, gold.Tokens[:window], chars) })
 	t.Run("openai client", func(t *testing.T) { runOpenAIClientCheck(t, s.base, "--require-chat") })
 }

@@ -40,6 +40,7 @@ func testPlainModel(t *testing.T, bin, models string, gold apiGolden) {
 	t.Run("native logprobs", func(t *testing.T) { testNativeLogprobs(t, c) })
 	t.Run("native logit_bias", func(t *testing.T) { testNativeLogitBias(t, c, gold) })
 	t.Run("native length decay", func(t *testing.T) { testNativeLengthDecay(t, c) })
+	t.Run("min_p", func(t *testing.T) { testMinP(t, c, nil) })
 	t.Run("completions", func(t *testing.T) { testCompletions(t, c, gold) })
 	t.Run("completions logprobs", func(t *testing.T) { testCompletionLogprobs(t, c, gold) })
 	t.Run("seeded n", func(t *testing.T) { testSeededN(t, c) })
