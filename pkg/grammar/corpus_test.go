@@ -14,6 +14,9 @@ import (
 // and every finished text validates under an independent validator
 // (santhosh-tekuri/jsonschema, formats asserted).
 func TestCorpusRandomWalks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (the -race pass): this Llama-3-vocabulary test runs in the plain go test pass")
+	}
 	v := loadLlama3(t)
 	corpus, err := LoadBenchCorpus("testdata/schemas")
 	if err != nil {

@@ -84,9 +84,30 @@ func (b *builder) defineDFA(id int32, d *dfa) {
 // grammar and between grammars compiled through one Cache: every JSON
 // string, integer or date rule is built once. Safe for concurrent use.
 type leafDFAs struct {
-	mu sync.Mutex
-	m  map[[32]byte]*dfa
-	n  int
+	mu    sync.Mutex
+	m     map[[32]byte]*dfa
+	named map[string]*dfa // fixed automata (a JSON character, a JSON string)
+}
+
+// fixed returns the automaton called name, building it once.
+func (l *leafDFAs) fixed(name string, build func() (*dfa, error)) (*dfa, error) {
+	l.mu.Lock()
+	d, ok := l.named[name]
+	l.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	d, err := build()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.named == nil {
+		l.named = map[string]*dfa{}
+	}
+	l.named[name] = d
+	return d, nil
 }
 
 const leafDFAsMax = 4096
@@ -163,6 +184,13 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	for changed := true; changed; {
 		changed = false
 		for r, d := range g.rules {
+			if shared[r] {
+				if !productive[r] && d.states() > 0 && (d.accept[0] || d.hasBytes[0]) {
+					productive[r] = true // trimmed: a live start state can finish
+					changed = true
+				}
+				continue
+			}
 			if !productive[r] && d.canReachAccept(productive, false) {
 				productive[r] = true
 				changed = true
@@ -206,8 +234,8 @@ func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
 			}
 		}
 		if !nullOnly {
-			for b := 0; b < 256; b++ {
-				visit(d.next(q, byte(b)))
+			for c := 0; c < d.ncls; c++ {
+				visit(d.trans[int(q)*d.ncls+c])
 			}
 		}
 		for _, e := range d.calls[q] {

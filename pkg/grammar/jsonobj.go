@@ -153,12 +153,11 @@ func (c *schemaCompiler) keyExcluding(names []string) (frag, error) {
 	if len(names) == 0 {
 		return call(c.stringRule()), nil
 	}
-	any := seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`))
 	var lits []frag
 	for _, k := range names {
 		lits = append(lits, lit(quoteJSON(k)))
 	}
-	d, err := difference(any, alt(lits...), c.leaves())
+	d, err := c.differenceFromString(alt(lits...))
 	if err != nil {
 		return nil, unsupported("additionalProperties", err.Error())
 	}

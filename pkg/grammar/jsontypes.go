@@ -113,7 +113,7 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	}
 	var parts []*dfa
 	if minL > 0 || maxL >= 0 {
-		char, err := leafDFA(jsonChar(), c.leaves())
+		char, err := c.leaves().fixed("json-char", func() (*dfa, error) { return leafDFA(jsonChar(), nil) })
 		if err != nil {
 			return nil, err
 		}

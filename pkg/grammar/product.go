@@ -28,14 +28,7 @@ func leafDFA(f frag, leaves *leafDFAs) (*dfa, error) {
 
 // product runs DFAs in lockstep; keep decides acceptance from the parts'.
 func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
-	type key string
-	enc := func(qs []int32) key {
-		b := make([]byte, 0, 4*len(qs))
-		for _, q := range qs {
-			b = append(b, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
-		}
-		return key(b)
-	}
+	var kb []byte
 	var sets []byteSet
 	for _, d := range ds {
 		for c := 0; c < d.ncls; c++ {
@@ -53,18 +46,22 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	for b := range classOf {
 		out.cls[b] = uint8(classOf[b])
 	}
-	index := map[key]int32{}
+	index := map[string]int32{}
 	var queue [][]int32
 	add := func(qs []int32) (int32, error) {
-		k := enc(qs)
-		if id, ok := index[k]; ok {
+		kb = kb[:0]
+		for _, q := range qs {
+			kb = append(kb, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
+		}
+		if id, ok := index[string(kb)]; ok {
 			return id, nil
 		}
 		id := int32(len(out.accept))
 		if id >= maxDFAStates {
 			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
 		}
-		index[k] = id
+		qs = append([]int32(nil), qs...) // next is reused by the caller
+		index[string(kb)] = id
 		acc := make([]bool, len(qs))
 		for i, q := range qs {
 			acc[i] = q >= 0 && ds[i].accept[q]
@@ -79,10 +76,10 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	if _, err := add(start); err != nil {
 		return nil, err
 	}
+	next := make([]int32, len(ds))
 	for q := 0; q < len(queue); q++ {
 		qs := queue[q]
 		for c, b := range reps {
-			next := make([]int32, len(qs))
 			alive := false
 			for i, s := range qs {
 				next[i] = -1
@@ -129,9 +126,11 @@ func allAccept(acc []bool) bool {
 	return true
 }
 
-// difference is the DFA of the texts a matches and b does not.
-func difference(a, b frag, leaves *leafDFAs) (*dfa, error) {
-	da, err := leafDFA(a, leaves)
+// differenceFromString is the DFA of the JSON strings b does not match.
+func (c *schemaCompiler) differenceFromString(b frag) (*dfa, error) {
+	da, err := c.leaves().fixed("json-string", func() (*dfa, error) {
+		return leafDFA(seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)), nil)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -195,6 +195,9 @@ func forceTokens(g *Grammar, v *Vocab, tk *tokenizer.Tokenizer, text string, bit
 }
 
 func TestJSONSchemaTestSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short (the -race pass): this Llama-3-vocabulary test runs in the plain go test pass")
+	}
 	shared, err := sharedDir()
 	if err != nil {
 		testmodels.Missing(t, fmt.Sprintf("shared fixtures: %v", err), nil)
