@@ -48,3 +48,16 @@ if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
   exit 1
 fi
 echo "systemd units OK: ${#units[@]} units verified with $(systemd-analyze --version | head -1)"
+
+# Exposure as `systemd-analyze security` rates it (0 = locked down, 10 =
+# unprotected); above 4.0 ("MEDIUM") fails the check.
+for u in "${units[@]}"; do
+  case "$u" in *.target) continue ;; esac
+  line=$(SYSTEMD_UNIT_PATH="$tmp/units:" systemd-analyze security --offline=yes --no-pager "$(basename "$u")" 2>&1 | tail -1)
+  score=$(printf '%s\n' "$line" | grep -o '[0-9]*\.[0-9]' | tail -1)
+  echo "  $(basename "$u"): exposure ${score:-?}"
+  if [ -z "$score" ] || awk -v s="$score" 'BEGIN{exit !(s > 4.0)}'; then
+    echo "systemd-analyze security: $line" >&2
+    exit 1
+  fi
+done
