@@ -141,6 +141,10 @@ func newBenchCmd() *cobra.Command {
 			if rep.Interrupted {
 				return errors.New("benchmark interrupted: the report above is partial")
 			}
+			// CI must see a run whose requests mostly failed.
+			if m := rep.Metrics; m.Failed > 0 && m.Failed*2 >= m.Failed+m.Completed {
+				return fmt.Errorf("%d of %d requests failed (see the errors above)", m.Failed, m.Failed+m.Completed)
+			}
 			return nil
 		},
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"fmt"
 	"github.com/lightllm-go/lightllm/pkg/testmodels"
 	"os"
@@ -166,5 +168,23 @@ func TestHubIDFromCache(t *testing.T) {
 	}
 	if out, err := execute("run", "--model_dir", "test-org/missing", "--prompt", "x"); err == nil {
 		t.Fatalf("a model in no cache ran offline: %s", out)
+	}
+}
+
+// TestBenchFailsWhenRequestsFail: `lightllm bench` exits non-zero when most
+// requests failed, so that CI sees it.
+func TestBenchFailsWhenRequestsFail(t *testing.T) {
+	tok := filepath.Join(storiesDir(t), "hf")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","max_model_len":4096}]}`))
+			return
+		}
+		http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	out, err := execute("bench", "--url", srv.URL, "--tokenizer", tok, "--num-prompts", "4", "--input-len", "8", "--output-len", "4")
+	if err == nil || !strings.Contains(err.Error(), "4 of 4 requests failed") {
+		t.Fatalf("bench with every request failing: %v\n%s", err, out)
 	}
 }
