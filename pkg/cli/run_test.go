@@ -3,10 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"fmt"
 	"github.com/lightllm-go/lightllm/pkg/testmodels"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
