@@ -104,19 +104,6 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	return out, nil
 }
 
-// intersect is the DFA of the texts every fragment matches.
-func intersect(fs []frag, leaves *leafDFAs) (*dfa, error) {
-	ds := make([]*dfa, len(fs))
-	for i, f := range fs {
-		d, err := leafDFA(f, leaves)
-		if err != nil {
-			return nil, err
-		}
-		ds[i] = d
-	}
-	return product(ds, allAccept)
-}
-
 func allAccept(acc []bool) bool {
 	for _, a := range acc {
 		if !a {
@@ -139,36 +126,4 @@ func (c *schemaCompiler) differenceFromString(b frag) (*dfa, error) {
 		return nil, err
 	}
 	return product([]*dfa{da, db}, func(acc []bool) bool { return acc[0] && !acc[1] })
-}
-
-// dfaFrag embeds a call-free DFA into a rule under construction.
-func dfaFrag(d *dfa) frag {
-	return func(n *nfa, from, to int32) {
-		st := make([]int32, d.states())
-		for q := range st {
-			st[q] = n.state()
-		}
-		n.eps[from] = append(n.eps[from], st[0])
-		for q := range st {
-			if d.accept[q] {
-				n.eps[st[q]] = append(n.eps[st[q]], to)
-			}
-			edges := map[int32]*byteSet{}
-			var order []int32
-			for b := 0; b < 256; b++ {
-				t := d.next(int32(q), byte(b))
-				if t < 0 {
-					continue
-				}
-				if edges[t] == nil {
-					edges[t] = &byteSet{}
-					order = append(order, t)
-				}
-				edges[t].add(byte(b))
-			}
-			for _, t := range order {
-				n.bytes[st[q]] = append(n.bytes[st[q]], byteEdge{*edges[t], st[t]})
-			}
-		}
-	}
 }

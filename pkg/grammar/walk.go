@@ -386,30 +386,6 @@ func (d *dfa) charsDie(s int32) bool {
 	return dead
 }
 
-// contentSafe reports whether, from q, every text of at most maxChars
-// plain string characters (see Vocab.slice) stays alive in d without
-// reaching an accepting state: then every slice token is allowed from q
-// and none of them can end the rule.
-func (d *dfa) contentSafe(q int32, maxChars int) bool {
-	seen := map[int32]bool{q: true}
-	layer := []int32{q}
-	for j := 0; j < maxChars && len(layer) > 0; j++ {
-		var next []int32
-		for _, s := range layer {
-			if !d.charSteps(s, func(t int32) {
-				if !seen[t] {
-					seen[t] = true
-					next = append(next, t)
-				}
-			}) {
-				return false
-			}
-		}
-		layer = next
-	}
-	return true
-}
-
 // utf8Step is where a UTF-8 decoder stands: the bytes the next byte may be
 // and what follows it.
 type utf8Step struct {
