@@ -56,6 +56,7 @@ func newGenModelCmd() *cobra.Command {
 	f.Float64Var(&o.ResidualScale, "residual_multiplier", 0, "granite: residual multiplier (0: 0.22)")
 	f.Float64Var(&o.AttnScale, "attention_multiplier", 0, "granite: attention logit scale (0: 0.015625)")
 	f.Float64Var(&o.LogitScale, "logits_scaling", 0, "granite: logits divisor (0: 8)")
+	f.IntVar(&o.RopeDim, "rope_dim", 0, "rotated dimensions of each head (0: all; phi3 writes partial_rotary_factor)")
 	f.IntVar(&o.RopeOrigMaxPos, "rope_orig_max_pos", 0, "phi3: LongRoPE with this original context (--max_pos the extended one; 0: none)")
 	f.StringVar(&out, "out", "", "GGUF file to write")
 	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")

@@ -22,6 +22,7 @@ type Config struct {
 	Heads          int
 	KVHeads        int
 	HeadDim        int
+	RopeDim        int // dimensions of each head RoPE rotates (the first ones): HeadDim unless partial
 	FFN            int
 	Vocab          int
 	MaxPos         int
@@ -71,6 +72,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%d attention heads are not a multiple of %d KV heads", c.Heads, c.KVHeads)
 	case c.HeadDim <= 0 || c.HeadDim%2 != 0:
 		return fmt.Errorf("head dimension %d must be positive and even", c.HeadDim)
+	case c.RopeDim <= 0 || c.RopeDim%2 != 0 || c.RopeDim > c.HeadDim:
+		return fmt.Errorf("RoPE dimension %d must be positive, even and at most the head dimension %d", c.RopeDim, c.HeadDim)
 	case c.RMSEps <= 0:
 		return fmt.Errorf("rms_norm_eps %v must be positive", c.RMSEps)
 	case c.RopeTheta <= 0:
@@ -153,6 +156,7 @@ func readHFConfig(dir string) (Config, error) {
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
+	c.RopeDim = c.HeadDim // a family with partial rotary sets its own
 	if c.RopeTheta == 0 {
 		c.RopeTheta = 10000
 	}
@@ -317,9 +321,7 @@ func ggufConfig(f *gguf.File) (Config, error) {
 	if vd := u("attention.value_length", c.HeadDim); vd != c.HeadDim {
 		return Config{}, fmt.Errorf("value head size %d differs from key head size %d", vd, c.HeadDim)
 	}
-	if rd := u("rope.dimension_count", c.HeadDim); rd != c.HeadDim {
-		return Config{}, fmt.Errorf("partial RoPE (%d of %d dims) is not supported", rd, c.HeadDim)
-	}
+	c.RopeDim = u("rope.dimension_count", c.HeadDim)
 	eps, ok := f.Float(arch + ".attention.layer_norm_rms_epsilon")
 	if !ok {
 		eps = 1e-5

@@ -23,8 +23,9 @@ import (
 // factors when the context the model runs at (LoadOptions.Context, as
 // llama.cpp's n_ctx) is within the original context, else the long ones;
 // cos/sin multiplied by the attention factor, which from config.json is
-// computed as llama.cpp's converter computes it. Partial rotary embeddings
-// are refused by name.
+// computed as llama.cpp's converter computes it. Partial rotary
+// embeddings (Phi-4-mini): partial_rotary_factor gives rope.dimension_count
+// as the converter computes it; the first dimensions of each head rotate.
 func init() {
 	register(&family{name: "phi3", hfClass: "Phi3ForCausalLM", ropeNeox: true, fusedProj: true,
 		hfTensors: map[string]string{"attn_qkv": "self_attn.qkv_proj", "ffn_up": "mlp.gate_up_proj"},
@@ -47,8 +48,9 @@ func phi3HF(raw []byte, c *Config) error {
 	if err := json.Unmarshal(raw, &hc); err != nil {
 		return fmt.Errorf("config.json: %w", err)
 	}
-	if hc.PartialRotary != nil && *hc.PartialRotary != 1 {
-		return fmt.Errorf("phi3: partial_rotary_factor %v is not supported (1 only)", *hc.PartialRotary)
+	if hc.PartialRotary != nil && c.Heads > 0 {
+		// The converter's rope.dimension_count: int(pct * n_embd) // n_head.
+		c.RopeDim = int(*hc.PartialRotary*float64(c.Hidden)) / c.Heads
 	}
 	c.QScale = phi3QScale(c)
 	if rs := c.RopeScaling; rs != nil && rs.Type == "longrope" && hc.RopeScaling != nil {
@@ -65,7 +67,7 @@ func phi3HF(raw []byte, c *Config) error {
 			attn = math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig)))
 		}
 		rs.ShortFactor, rs.LongFactor, rs.OriginalMaxPos, rs.AttnFactor = hc.RopeScaling.Short, hc.RopeScaling.Long, orig, float32(attn)
-		return checkLongRoPE(rs, c.HeadDim)
+		return checkLongRoPE(rs, c.RopeDim)
 	}
 	return nil
 }
@@ -88,12 +90,12 @@ func phi3GGUF(f *gguf.File, c *Config) error {
 		rs.AttnFactor = float32(v)
 	}
 	c.RopeScaling = rs
-	return checkLongRoPE(rs, c.HeadDim)
+	return checkLongRoPE(rs, c.RopeDim)
 }
 
-func checkLongRoPE(rs *RopeScaling, headDim int) error {
-	if len(rs.ShortFactor) != headDim/2 || len(rs.LongFactor) != headDim/2 {
-		return fmt.Errorf("phi3: longrope has %d short and %d long factors, want %d each", len(rs.ShortFactor), len(rs.LongFactor), headDim/2)
+func checkLongRoPE(rs *RopeScaling, ropeDim int) error {
+	if len(rs.ShortFactor) != ropeDim/2 || len(rs.LongFactor) != ropeDim/2 {
+		return fmt.Errorf("phi3: longrope has %d short and %d long factors, want %d each", len(rs.ShortFactor), len(rs.LongFactor), ropeDim/2)
 	}
 	for _, f := range append(append([]float32(nil), rs.ShortFactor...), rs.LongFactor...) {
 		if !(f > 0) {
@@ -138,6 +140,9 @@ func phi3GenGGUF(w *gguf.Writer, o *GenOptions) {
 }
 
 func phi3GenHF(cfg map[string]any, o *GenOptions) {
+	if o.RopeDim != o.HeadDim {
+		cfg["partial_rotary_factor"] = float64(o.RopeDim) / float64(o.HeadDim)
+	}
 	if o.RopeOrigMaxPos <= 0 {
 		return
 	}
@@ -150,7 +155,7 @@ func phi3GenHF(cfg map[string]any, o *GenOptions) {
 // growing to about 8 over the pairs (the shape of Phi-3-mini-128k's), and
 // the converter's attention factor.
 func genLongRoPE(o *GenOptions) (short, long []float32, attn float64) {
-	n := o.HeadDim / 2
+	n := o.RopeDim / 2
 	short, long = make([]float32, n), make([]float32, n)
 	for i := range short {
 		f := float64(i) / float64(max(n-1, 1))

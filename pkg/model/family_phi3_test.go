@@ -53,13 +53,10 @@ func TestPhi3Config(t *testing.T) {
 	if !slices.Equal(g.freqFactor, gr.LongFactor) || !slices.Equal(h.freqFactor, hr.LongFactor) {
 		t.Error("default context did not pick the long factors")
 	}
-	var c Config
-	c.HeadDim = 64
-	if err := phi3HF([]byte(`{"partial_rotary_factor":0.75}`), &c); err == nil {
-		t.Error("partial rotary accepted")
-	}
-	if err := phi3HF([]byte(`{"partial_rotary_factor":1.0}`), &c); err != nil || c.QScale != 0.125 {
-		t.Errorf("full rotary: %v, q scale %v", err, c.QScale)
+	c := Config{Hidden: 256, Heads: 4, HeadDim: 64, RopeDim: 64}
+	// Phi-4-mini's 0.75: rope.dimension_count = int(0.75*256)//4.
+	if err := phi3HF([]byte(`{"partial_rotary_factor":0.75}`), &c); err != nil || c.RopeDim != 48 || c.QScale != 0.125 {
+		t.Errorf("partial rotary: %v, rope dims %d, q scale %v", err, c.RopeDim, c.QScale)
 	}
 	c.RopeScaling, c.MaxPos = &RopeScaling{Type: "longrope"}, 4096
 	if err := phi3HF([]byte(`{"original_max_position_embeddings":1024,"rope_scaling":{"type":"longrope","short_factor":[1],"long_factor":[1]}}`), &c); err == nil {
@@ -71,4 +68,15 @@ func TestPhi3Config(t *testing.T) {
 	if _, err := readHFConfig(dir); err == nil || !strings.Contains(err.Error(), "longrope is not supported for llama") {
 		t.Errorf("llama with longrope: %v", err)
 	}
+}
+
+// TestPhi3PartialRotaryLlamaCpp: a Phi-4-mini-shaped phi3 — 48 of 64 head
+// dimensions rotated, LongRoPE with the long factors — is bit-exact with
+// llama.cpp from all three forms.
+func TestPhi3PartialRotaryLlamaCpp(t *testing.T) {
+	o := GenOptions{Arch: "phi3", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, Seed: 17,
+		MaxPos: 4096, RopeOrigMaxPos: 256, RopeDim: 48}
+	checkFamilyFixture(t, familyFixture{opts: o, context: 512,
+		runs:  map[string]string{"f16": "llamacpp_phi3_partial_f16.jsonl", "q8_0": "llamacpp_phi3_partial_q8_0.jsonl"},
+		forms: []string{"gguf-f16", "gguf-q8_0", "hf-f16"}})
 }

@@ -154,7 +154,8 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		scaleInPlace(x, c.EmbedScale)
 	}
 	for i, p := range b.Positions {
-		m.ropeTable(p, s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2])
+		// Only the first RopeDim/2 pairs rotate (partial rotary).
+		m.ropeTable(p, s.cos[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], s.sin[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2])
 	}
 	for i := range s.rows[:N] {
 		s.rows[i] = int32(i)
@@ -184,7 +185,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			interleaveHeads(k, c.HeadDim, s.krow)
 		}
 		for i := 0; i < N; i++ {
-			cs, sn := s.cos[i*c.HeadDim/2:(i+1)*c.HeadDim/2], s.sin[i*c.HeadDim/2:(i+1)*c.HeadDim/2]
+			cs, sn := s.cos[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], s.sin[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2]
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
@@ -393,10 +394,12 @@ func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 
 // rope rotates every head of x (heads of HeadDim values) in place with the
 // fused multiply-adds GCC emitted for ggml's rotate_pairs:
-// x0' = fma(x0, cos, -(x1*sin)) and x1' = fma(x0, sin, x1*cos).
+// x0' = fma(x0, cos, -(x1*sin)) and x1' = fma(x0, sin, x1*cos). Only the
+// first 2*len(cos) dimensions of a head rotate (partial rotary: NEOX pairs
+// (i, i+len(cos)), as ggml's n_dims); the rest pass through.
 func (m *Model) rope(x, cos, sin []float32) {
 	hd := m.cfg.HeadDim
-	half := hd / 2
+	half := len(cos)
 	for h := 0; h+hd <= len(x); h += hd {
 		v := x[h : h+hd]
 		if m.ropeNeox {

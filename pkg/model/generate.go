@@ -36,6 +36,9 @@ type GenOptions struct {
 	// RopeOrigMaxPos > 0 gives a phi3 model LongRoPE with that original
 	// context (MaxPos its extended one) and fixed short/long factors.
 	RopeOrigMaxPos int
+	// RopeDim is the rotated part of each head (0: all of it; phi3 writes
+	// a partial one as partial_rotary_factor).
+	RopeDim int
 }
 
 func (o *GenOptions) normalize() (tensor.DType, *family, error) {
@@ -48,6 +51,9 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 	}
 	if o.HeadDim == 0 && o.Heads > 0 {
 		o.HeadDim = o.Hidden / o.Heads
+	}
+	if o.RopeDim == 0 {
+		o.RopeDim = o.HeadDim
 	}
 	if o.MaxPos == 0 {
 		o.MaxPos = 2048
@@ -65,6 +71,8 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		return 0, nil, fmt.Errorf("gen-model: %d heads are not a multiple of %d KV heads", o.Heads, o.KVHeads)
 	case o.HeadDim <= 0 || o.HeadDim%2 != 0:
 		return 0, nil, fmt.Errorf("gen-model: head dimension %d must be positive and even", o.HeadDim)
+	case o.RopeDim <= 0 || o.RopeDim%2 != 0 || o.RopeDim > o.HeadDim || (o.RopeDim != o.HeadDim && !fam.ropeNeox):
+		return 0, nil, fmt.Errorf("gen-model: RoPE dimension %d must be even, at most %d, and partial only for NEOX families", o.RopeDim, o.HeadDim)
 	}
 	dt, err := tensor.ParseDType(o.DType)
 	if mix, ok := ggmlMixes[o.DType]; ok {
@@ -259,7 +267,7 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	w.Set(arch+".attention.head_count_kv", uint32(o.KVHeads))
 	w.Set(arch+".attention.key_length", uint32(o.HeadDim))
 	w.Set(arch+".attention.value_length", uint32(o.HeadDim))
-	w.Set(arch+".rope.dimension_count", uint32(o.HeadDim))
+	w.Set(arch+".rope.dimension_count", uint32(o.RopeDim))
 	w.Set(arch+".rope.freq_base", float32(o.RopeTheta))
 	if o.YarnFactor > 0 {
 		w.Set(arch+".rope.scaling.type", "yarn")

@@ -169,7 +169,7 @@ func (m *Model) loadGGUFFile(f *gguf.File, opts LoadOptions) error {
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	if ff, err := l.optionalVector("rope_freqs.weight", cfg.HeadDim/2); err != nil {
+	if ff, err := l.optionalVector("rope_freqs.weight", cfg.RopeDim/2); err != nil {
 		return fmt.Errorf("model: %w", err)
 	} else if ff != nil {
 		m.freqFactor = ff
@@ -195,6 +195,10 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 	}
 	m.ropeNeox = m.fam.ropeNeox
 	m.permQK = !m.ropeNeox
+	if m.permQK && cfg.RopeDim != cfg.HeadDim {
+		// The rotate-half to adjacent-pair permutation covers whole heads.
+		return fmt.Errorf("model %s: partial rotary embeddings (%d of %d dims) of a %s checkpoint are not supported", dir, cfg.RopeDim, cfg.HeadDim, cfg.Arch)
+	}
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
@@ -205,7 +209,7 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	if rs := cfg.RopeScaling; rs != nil && rs.Type == "llama3" {
-		m.freqFactor = Llama3FreqFactors(rs, cfg.RopeTheta, cfg.HeadDim)
+		m.freqFactor = Llama3FreqFactors(rs, cfg.RopeTheta, cfg.RopeDim)
 	}
 	if !opts.NoTokenizer {
 		tok, err := tokenizer.LoadDir(dir)
@@ -335,7 +339,7 @@ func (m *Model) initRope(context int) {
 		}
 		m.ropeMscale = rs.AttnFactor
 	}
-	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.HeadDim))))
+	m.ropeScale = float32(math.Pow(float64(float32(c.RopeTheta)), float64(float32(-2)/float32(c.RopeDim))))
 	m.kqScale = c.AttnScale
 	if c.QScale != 0 {
 		m.kqScale = 1
