@@ -24,6 +24,9 @@ CGO_ENABLED=0 go build ./...
 step "go vet ./..."
 go vet ./...
 
+step "deadcode ./cmd/... (allowlist: scripts/deadcode-allow.txt)"
+scripts/deadcode.sh
+
 step "package boundaries"
 # The scheduler is pure logic shared by the router role and the simulator:
 # neither it nor the simulator may link ZeroMQ (or shm).
