@@ -8,6 +8,7 @@
 #
 # usage: scripts/bench-cpu.sh            (about 10-15 minutes on the 2-core dev box)
 # env:   THREADS=1 PROMPT=128 GEN=32 SEQS=1,4,16 RUNS=3 DTYPES="q8_0 q4_0 f16"
+#        (also q4_K_M, q5_K_M, q6_K: llama.cpp's K-quant mixes, issue 19)
 #        CACHE=/tmp/lightllm-bench-models   generated models (~4 GB for the three types)
 #        LLAMACPP_REF=/tmp/llamacpp-ref      node-llama-cpp install (made by
 #                                            ../shared/tools/llamacpp-ref/setup.sh if absent)
@@ -48,9 +49,14 @@ fi
 
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
+rssf=$(mktemp)
+trap 'rm -f "$raw" "$rssf"' EXIT
+# timed CMD...: runs CMD under GNU time, its peak RSS (KiB) left in $rssf.
+timed() { /usr/bin/time -f %M -o "$rssf" "$@"; }
 record() { # kind dtype json
-	local line
-	line=$(jq -c --arg kind "$1" --arg dtype "$2" '. + {kind: $kind, dtype: $dtype}' <<<"$3")
+	local line rss=null
+	[ -s "$rssf" ] && rss=$(tail -1 "$rssf") && : >"$rssf"
+	line=$(jq -c --arg kind "$1" --arg dtype "$2" --argjson rss "$rss" '. + {kind: $kind, dtype: $dtype, peak_rss_kb: $rss}' <<<"$3")
 	echo "$line" >>"$raw"
 	[ -z "$OUT" ] || echo "$line" >>"$OUT"
 }
@@ -66,11 +72,11 @@ for dt in $DTYPES; do
 	fi
 	for run in $(seq "$RUNS"); do
 		log "$dt run $run/$RUNS: lightllm"
-		record ours "$dt" "$("$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
+		record ours "$dt" "$(timed "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
 			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$SEQS" --json)"
 		if [ -n "$REF" ]; then
 			log "$dt run $run/$RUNS: llama.cpp"
-			record llamacpp "$dt" "$(node "$REF/bench.mjs" "$model" "$THREADS" "$PROMPT" "$GEN" "$SEQS")"
+			record llamacpp "$dt" "$(timed node "$REF/bench.mjs" "$model" "$THREADS" "$PROMPT" "$GEN" "$SEQS")"
 		fi
 	done
 done
@@ -91,36 +97,52 @@ jq -rs --arg seqs "$SEQS" --argjson threads "$THREADS" --argjson prompt "$PROMPT
   | ($seqs | split(",")) as $S
   | (2048 as $H | 22 as $L | 256 as $KV | 5632 as $F | 32000 as $V
      | ($L * (2*$H*$H + 2*$KV*$H + 3*$H*$F) + $V*$H) as $n
-     | {q8_0: ($n * 34 / 32 + $H * 34 / 32), q4_0: ($n * 18 / 32 + $H * 18 / 32), f16: ($n * 2 + $H * 2)}) as $bytes
+     # K-quant mixes (gen-model follows llama-quant.cpp): attn_v and ffn_down
+     # in q6_K on the use_more_bits layers, the output head in q6_K.
+     | ([range(0; $L) | select(. < ($L/8|floor) or . >= (7*$L/8|floor) or ((. - ($L/8|floor)) % 3) == 2)] | length) as $more
+     | (2*$H*$H + $KV*$H + 2*$H*$F) as $base | ($KV*$H + $F*$H) as $vd
+     | def kmix($b): $L*$base*$b + $more*$vd*210/256 + ($L-$more)*$vd*$b + $V*$H*210/256 + $H*$b;
+     {q8_0: ($n * 34 / 32 + $H * 34 / 32), q4_0: ($n * 18 / 32 + $H * 18 / 32), f16: ($n * 2 + $H * 2),
+      q4_K_M: kmix(144/256), q5_K_M: kmix(176/256), q6_K: ($n * 210 / 256 + $H * 210 / 256)}) as $bytes
   | "lightllm vs llama.cpp: TinyLlama-shaped 1B (random weights), \($threads) thread(s), prompt \($prompt), gen \($gen); medians of \(map(select(.kind == "ours")) | group_by(.dtype) | map(length) | max // 0) runs",
     "read bandwidth (\($bw.threads) thr, huge pages \($bw.huge_pages)): best \($bw.read_gb_s_best) GB/s, median \($bw.read_gb_s_median) GB/s",
     "",
-    ("model" | fmt(6)) + ("metric" | fmt(24)) + ("lightllm" | fmt(10)) + ("llama.cpp" | fmt(10)) + ("ratio" | fmt(7)) + "target",
+    ("model" | fmt(8)) + ("metric" | fmt(24)) + ("lightllm" | fmt(10)) + ("llama.cpp" | fmt(10)) + ("ratio" | fmt(7)) + "target",
     (group_by(.dtype) | map(select(.[0].kind != "membw")) | .[]
      | . as $rows | $rows[0].dtype as $dt
      | [$rows[] | select(.kind == "ours")] as $o | [$rows[] | select(.kind == "llamacpp")] as $l
      | def med($k; $xs): [$xs[] | .[$k] | select(. != null)] | median;
        def line($name; $a; $b; $tgt):
-         ($dt | fmt(6)) + ($name | fmt(24)) + ($a | r2 | fmt(10)) + ($b | r2 | fmt(10))
+         ($dt | fmt(8)) + ($name | fmt(24)) + ($a | r2 | fmt(10)) + ($b | r2 | fmt(10))
          + (ratio($a; $b) | r2 | fmt(7))
          + (if $tgt == null then "" elif ratio($a; $b) == null then ">= \($tgt)"
             elif ratio($a; $b) >= $tgt then ">= \($tgt) ok" else ">= \($tgt) MISSED" end);
        (med("decode_tok_s_x1"; $l)) as $l1
-     | line("prefill tok/s"; med("prefill_tok_s"; $o); med("prefill_tok_s"; $l); 0.8),
+       # Targets: issue 7 (f16, q8_0, q4_0) and issue 19 (the K-quant mixes).
+     | ({q4_K_M: 1.1, q5_K_M: 1.0, q6_K: 1.0}[$dt] // 0.8) as $tPrefill
+     | ({q4_K_M: 1.4, q5_K_M: 1.3, q6_K: 1.3, f16: 0.9}[$dt] // 1.0) as $tX1
+     | ({q4_K_M: 3}[$dt] // 2) as $tX16
+     | ({q4_K_M: 0.75}[$dt] // 0.7) as $tShare
+     | line("prefill tok/s"; med("prefill_tok_s"; $o); med("prefill_tok_s"; $l); $tPrefill),
        ($S[] as $s | line("decode x\($s) tok/s"; med("decode_tok_s_x\($s)"; $o); med("decode_tok_s_x\($s)"; $l);
-         (if $s == "1" then (if $dt == "f16" then 0.9 else 1.0 end) else null end))),
+         (if $s == "1" then $tX1 else null end))),
        (if ($S | index("16")) != null then
-          line("x16 aggregate / ll x1"; med("decode_tok_s_x16"; $o); $l1; 2) else empty end),
+          line("x16 aggregate / ll x1"; med("decode_tok_s_x16"; $o); $l1; $tX16) else empty end),
+       (med("peak_rss_kb"; $o) as $ro | med("peak_rss_kb"; $l) as $rl
+        | ($dt | fmt(8)) + ("peak RSS MB" | fmt(24)) + ($ro | if . == null then "-" else (. / 1024 | round | tostring) end | fmt(10))
+          + ($rl | if . == null then "-" else (. / 1024 | round | tostring) end | fmt(10))
+          + (ratio($ro; $rl) | r2 | fmt(7)) + "<= 1"
+          + (if ratio($ro; $rl) == null then "" elif ratio($ro; $rl) <= 1 then " ok" else " MISSED" end)),
        ($bytes[$dt] as $b | ($bw.read_gb_s_best * 1e9 / $b) as $roof
-        | ($dt | fmt(6)) + ("decode roofline tok/s" | fmt(24)) + ($roof | r2 | fmt(10)) + ("" | fmt(10))
+        | ($dt | fmt(8)) + ("decode roofline tok/s" | fmt(24)) + ($roof | r2 | fmt(10)) + ("" | fmt(10))
           + ("" | fmt(7)) + "\($b / 1e9 * 100 | round / 100) GB/token",
-          ($dt | fmt(6)) + ("x1 share of roofline" | fmt(24))
+          ($dt | fmt(8)) + ("x1 share of roofline" | fmt(24))
           + (ratio(med("decode_tok_s_x1"; $o); $roof) | r2 | fmt(10))
           + (ratio($l1; $roof) | r2 | fmt(10)) + ("" | fmt(7)) + "(bench.mjs method: 16-token prefill included)",
-          ($dt | fmt(6)) + ("decode-only x1 tok/s" | fmt(24))
+          ($dt | fmt(8)) + ("decode-only x1 tok/s" | fmt(24))
           + (med("decode_only_tok_s_x1"; $o) | r2 | fmt(10)) + ("-" | fmt(10)) + ("" | fmt(7)),
-          ($dt | fmt(6)) + ("decode-only share" | fmt(24))
+          ($dt | fmt(8)) + ("decode-only share" | fmt(24))
           + (ratio(med("decode_only_tok_s_x1"; $o); $roof) | r2 | fmt(10)) + ("-" | fmt(10)) + ("" | fmt(7))
           + (ratio(med("decode_only_tok_s_x1"; $o); $roof) as $q
-             | if $q == null then "" elif $q >= 0.7 then ">= 0.7 ok" else ">= 0.7 MISSED" end))
+             | if $q == null then "" elif $q >= $tShare then ">= \($tShare) ok" else ">= \($tShare) MISSED" end))
     )' "$raw"
