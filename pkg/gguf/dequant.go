@@ -7,10 +7,10 @@ import (
 )
 
 // Dequantize decodes len(dst) values of the ggml block types that the
-// engine does not compute on directly (q4_1, q5_0, q5_1, q4_K, q5_K,
-// q6_K) into dst, following ggml's dequantize_row_* functions. The model
-// loader uses it to convert such tensors (common in Q4_K_M-style files) to
-// a type it computes on.
+// engine does not compute on directly (q4_1, q5_0, q5_1, q2_K, q3_K,
+// iq4_nl, iq4_xs; also q4_K, q5_K, q6_K) into dst, following ggml's
+// dequantize_row_* functions. The model loader uses it to convert such
+// tensors (in Q2_K/Q3_K_M/IQ4_XS-style files) to a type it computes on.
 func Dequantize(t GGMLType, src []byte, dst []float32) error {
 	bs, ts := t.BlockSize(), t.TypeSize()
 	if !t.Known() || uint64(len(dst))%bs != 0 {
@@ -95,12 +95,78 @@ func Dequantize(t GGMLType, src []byte, dst []float32) error {
 					yy[l+96] = d * float32(int8(sc[is+6])) * float32(q4)
 				}
 			}
+		case Q2_K:
+			d, dmin := half(blk[80:]), half(blk[82:])
+			scales, q := blk[0:16], blk[16:80]
+			for n, is := 0, 0; n < 2; n++ {
+				qq, yy := q[32*n:], y[128*n:]
+				for j := 0; j < 4; j++ {
+					for h := 0; h < 2; h++ {
+						sc := scales[is]
+						is++
+						dl, ml := d*float32(sc&0xF), dmin*float32(sc>>4)
+						for l := 0; l < 16; l++ {
+							yy[32*j+16*h+l] = float32(dl*float32(qq[16*h+l]>>(2*j)&3)) - ml
+						}
+					}
+				}
+			}
+		case Q3_K:
+			hm, q := blk[0:32], blk[32:96]
+			a0, a1 := binary.LittleEndian.Uint32(blk[96:]), binary.LittleEndian.Uint32(blk[100:])
+			tmp := binary.LittleEndian.Uint32(blk[104:])
+			var sc [16]byte
+			for i, v := range [4]uint32{
+				a0&0x0f0f0f0f | (tmp>>0&0x03030303)<<4, a1&0x0f0f0f0f | (tmp>>2&0x03030303)<<4,
+				a0>>4&0x0f0f0f0f | (tmp>>4&0x03030303)<<4, a1>>4&0x0f0f0f0f | (tmp>>6&0x03030303)<<4,
+			} {
+				binary.LittleEndian.PutUint32(sc[4*i:], v)
+			}
+			dAll := half(blk[108:])
+			m, is := byte(1), 0
+			for n := 0; n < 2; n++ {
+				qq, yy := q[32*n:], y[128*n:]
+				for j := 0; j < 4; j++ {
+					for h := 0; h < 2; h++ {
+						dl := dAll * float32(int32(int8(sc[is]))-32)
+						is++
+						for l := 0; l < 16; l++ {
+							v := int32(qq[16*h+l] >> (2 * j) & 3)
+							if hm[16*h+l]&m == 0 {
+								v -= 4
+							}
+							yy[32*j+16*h+l] = dl * float32(v)
+						}
+					}
+					m <<= 1
+				}
+			}
+		case IQ4_NL:
+			d := half(blk)
+			for j := 0; j < 16; j++ {
+				y[j], y[j+16] = d*float32(kvaluesIQ4NL[blk[2+j]&0xF]), d*float32(kvaluesIQ4NL[blk[2+j]>>4])
+			}
+		case IQ4_XS:
+			d := half(blk)
+			sh := binary.LittleEndian.Uint16(blk[2:])
+			sl, qs := blk[4:8], blk[8:136]
+			for ib := 0; ib < 8; ib++ {
+				ls := int32(sl[ib/2]>>(4*(ib%2))&0xF) | int32(sh>>(2*ib)&3)<<4
+				dl := d * float32(ls-32)
+				q, yy := qs[16*ib:], y[32*ib:]
+				for j := 0; j < 16; j++ {
+					yy[j], yy[j+16] = dl*float32(kvaluesIQ4NL[q[j]&0xF]), dl*float32(kvaluesIQ4NL[q[j]>>4])
+				}
+			}
 		default:
 			return fmt.Errorf("dequantize: type %s is not supported", t)
 		}
 	}
 	return nil
 }
+
+// kvaluesIQ4NL is ggml's non-linear 4-bit grid of iq4_nl / iq4_xs.
+var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
 // scaleMinK4 unpacks the j-th 6-bit scale and min of a q4_K/q5_K block.
 func scaleMinK4(j int, q []byte) (byte, byte) {

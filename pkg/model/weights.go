@@ -60,17 +60,17 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		dt = tensor.Q5_K
 	case gguf.Q6_K:
 		dt = tensor.Q6_K
-	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1:
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.IQ4_NL, gguf.IQ4_XS:
 		return s.convert(name, ti, shape)
 	default:
-		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; q4_1, q5_0, q5_1 by conversion)",
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; q4_1, q5_0, q5_1, q2_K, q3_K, iq4_nl, iq4_xs by conversion)",
 			s.f.Path, name, ti.Type)
 	}
 	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti), mapped: s.f.Mapped()}, nil
 }
 
 // convert decodes a tensor of a type the kernels do not compute on (q4_1,
-// q5_0, q5_1) and re-encodes it in
+// q5_0, q5_1, q2_K, q3_K, iq4_nl, iq4_xs) and re-encodes it in
 // memory: matrices as q8_0 (8.5 bits per weight, close to the source
 // precision), vectors as f32. This copy is the exception to keeping
 // weights in the mmap'd file.
