@@ -99,6 +99,11 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 	defer stop()
 	stopDump := dumpStacksOnSIGUSR1(o.Stderr)
 	defer stopDump()
+	stopProfile, err := startCPUProfile(os.Getenv(EnvCPUProfileDir), role, cfg.Instance)
+	if err != nil {
+		return fail(1, err)
+	}
+	defer stopProfile()
 
 	ctl := New(role, cfg, log)
 	hbCtx, hbCancel := context.WithCancel(ctx)
@@ -121,6 +126,30 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
+}
+
+// startCPUProfile writes a Go CPU profile of the whole run to
+// DIR/INSTANCE-ROLE-PID.pprof when dir (LIGHTLLM_CPUPROFILE_DIR) is set, so
+// every role of a launched server can be profiled under real load
+// (scripts/bench-serving.sh, issue 25); the pid keeps a restarted role's
+// profile apart from its predecessor's.
+func startCPUProfile(dir, role, instance string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	path := fmt.Sprintf("%s/%s-%s-%d.pprof", dir, instance, role, os.Getpid())
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // dumpStacksOnSIGUSR1 writes every goroutine's stack to w on SIGUSR1 (as

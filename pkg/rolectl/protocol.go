@@ -38,6 +38,10 @@ const (
 	EnvSupervisorPid = "LIGHTLLM_SUPERVISOR_PID" // a child whose parent is not this pid exits at once
 )
 
+// EnvCPUProfileDir, when set in the environment a role inherits, makes it
+// write a Go CPU profile of its run into that directory (startCPUProfile).
+const EnvCPUProfileDir = "LIGHTLLM_CPUPROFILE_DIR"
+
 // Operations.
 const (
 	OpReady     = "ready"

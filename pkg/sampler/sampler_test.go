@@ -315,9 +315,11 @@ func BenchmarkSample(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		p    Params
-	}{{"greedy", DefaultParams()}, {"topk40_topp0.9", sampling(0.8, 40, 0.9)}, {"topp0.9", sampling(0.8, -1, 0.9)}, {"full", sampling(1, -1, 1)}} {
+		skip bool // SkipLogProb: what a greedy request costs without its log-probability
+	}{{"greedy", DefaultParams(), false}, {"greedy_skiplogprob", DefaultParams(), true}, {"topk40_topp0.9", sampling(0.8, 40, 0.9), false},
+		{"topp0.9", sampling(0.8, -1, 0.9), false}, {"full", sampling(1, -1, 1), false}} {
 		b.Run(c.name, func(b *testing.B) {
-			in := Input{Params: &c.p, Seed: 1}
+			in := Input{Params: &c.p, Seed: 1, SkipLogProb: c.skip}
 			for b.Loop() {
 				copy(work, logits)
 				_, _ = s.Sample(work, &in)
