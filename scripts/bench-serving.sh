@@ -19,7 +19,8 @@
 #        RUNS=3                             alternating engine/server rounds; the table shows medians
 #        MIN_PROMPTS=8                      requests per stream count are max(C, MIN_PROMPTS)
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
-#        CPUPROFILE_DIR=DIR                 also write bench-engine's CPU profile there
+#        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine and of every
+#                                           server role there (LIGHTLLM_CPUPROFILE_DIR)
 #        OUT=FILE                           also write every raw JSON line there
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,7 +89,8 @@ seqs=$(tr ' ' ',' <<<"$STREAMS")
 for name in $MODELS; do
 	model=$(resolve "$name")
 	log "$name: launching the server on port $PORT"
-	"$BIN" launch --model_dir "$model" --port "$PORT" --instance "bench-serving-$PORT" --threads "$THREADS" \
+	[ -z "$CPUPROFILE_DIR" ] || mkdir -p "$CPUPROFILE_DIR"
+	env ${CPUPROFILE_DIR:+LIGHTLLM_CPUPROFILE_DIR="$CPUPROFILE_DIR"} "$BIN" launch --model_dir "$model" --port "$PORT" --instance "bench-serving-$PORT" --threads "$THREADS" \
 		--running_max_req_size "$maxs" --max_req_total_len $((PROMPT + GEN + 8)) \
 		--max_total_token_num $((maxs * (PROMPT + GEN + 40))) >"$work/server.log" 2>&1 &
 	server=$!
