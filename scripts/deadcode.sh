@@ -22,13 +22,14 @@ while IFS= read -r line; do
   fi
 done <<<"$out"
 # Entries whose function is gone (or now reachable) are stale: drop them.
+# They are reported but do not fail the check, so removing dead code (the
+# point of the list) never breaks CI on its own.
 while IFS= read -r entry; do
   [ -z "$entry" ] && continue
   file=${entry%% *}
   fn=${entry#* }
   if ! grep -qF "$file:" <<<"$out" || ! grep -q "^$file:.*unreachable func: $fn\$" <<<"$out"; then
-    echo "stale entry in $allowfile (no longer reported): $entry"
-    fail=1
+    echo "warning: stale entry in $allowfile (no longer reported), remove it: $entry"
   fi
 done <<<"$allow"
 exit $fail
