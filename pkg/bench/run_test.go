@@ -27,7 +27,13 @@ func samples(n, out int) []Sample {
 // and for all but one in ten samples. A sample may differ more: the machine
 // can stall this process between a flush and its read or timestamp (2 cores
 // shared by many), and only one side sees the stall.
-func agree(t *testing.T, what string, client, server []time.Duration, script time.Duration) {
+//
+// A sample measured from the request's send (TTFT, E2EL) can never beat the
+// script. A gap between two tokens (ITL, TPOT) can, on a loaded machine: a
+// client read delayed by a stall makes that gap longer and the next one
+// shorter, however exact the clock; for those only the mean is held to the
+// script, and a stall costs two samples of the agreement count.
+func agree(t *testing.T, what string, client, server []time.Duration, script time.Duration, fromSend bool) {
 	t.Helper()
 	if len(client) != len(server) {
 		t.Fatalf("%s: %d client samples, %d server samples", what, len(client), len(server))
@@ -36,8 +42,10 @@ func agree(t *testing.T, what string, client, server []time.Duration, script tim
 	slices.Sort(server)
 	over := 0
 	diffs := make([]float64, len(client))
+	var sum time.Duration
 	for i := range client {
-		if client[i] < script-5*time.Millisecond {
+		sum += client[i]
+		if fromSend && client[i] < script-5*time.Millisecond {
 			t.Errorf("%s #%d = %v: below the scripted %v", what, i, client[i], script)
 		}
 		if client[i] > server[i]+tol || client[i] < server[i]-tol {
@@ -45,7 +53,10 @@ func agree(t *testing.T, what string, client, server []time.Duration, script tim
 		}
 		diffs[i] = ms(client[i] - server[i])
 	}
-	if med := summarize(diffs).Median; math.Abs(med) > ms(tol) || over > max(1, len(client)/10) {
+	if mean := sum / time.Duration(len(client)); !fromSend && mean < script-tol {
+		t.Errorf("%s: mean %v, below the scripted %v by more than %v", what, mean, script, tol)
+	}
+	if med := summarize(diffs).Median; math.Abs(med) > ms(tol) || over > max(2, len(client)/5) {
 		t.Errorf("%s: client and server clocks differ by a median %.1f ms, %d of %d samples by more than %v\nclient %v\nserver %v",
 			what, med, over, len(client), tol, client, server)
 	}
@@ -105,10 +116,10 @@ func TestTimingAgainstScriptedServer(t *testing.T) {
 					sITL = append(sITL, s.tokens[k].Sub(s.tokens[k-1]))
 				}
 			}
-			agree(t, "TTFT", cTTFT, sTTFT, ttft)
-			agree(t, "E2EL", cE2EL, sE2EL, ttft+(out-1)*itl)
-			agree(t, "TPOT", cTPOT, sTPOT, itl)
-			agree(t, "ITL", cITL, sITL, itl)
+			agree(t, "TTFT", cTTFT, sTTFT, ttft, true)
+			agree(t, "E2EL", cE2EL, sE2EL, ttft+(out-1)*itl, true)
+			agree(t, "TPOT", cTPOT, sTPOT, itl, false)
+			agree(t, "ITL", cITL, sITL, itl, false)
 			var serverMean time.Duration
 			for _, s := range st {
 				serverMean += s.serverTTFT() / time.Duration(len(st))

@@ -177,7 +177,7 @@ func DefaultConfig() Config {
 		LogFormat:         "auto",
 		ReadyTimeout:      Duration(5 * time.Minute),
 		StopTimeout:       Duration(10 * time.Second),
-		RestartBudget:     5,
+		RestartBudget:     0, // degrade, don't die: retry a failing role forever
 		RestartWindow:     Duration(10 * time.Minute),
 		RestartBackoff:    Duration(250 * time.Millisecond),
 		RestartBackoffMax: Duration(30 * time.Second),

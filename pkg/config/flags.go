@@ -83,7 +83,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 
 	fs.Var(&c.ReadyTimeout, "ready_timeout", "how long a role may take to become ready")
 	fs.Var(&c.StopTimeout, "stop_timeout", "grace before SIGKILL when stopping a role (apiserver: graceful_timeout)")
-	fs.IntVar(&c.RestartBudget, "restart_budget", c.RestartBudget, "restarts of one role within restart_window before the server stops")
+	fs.IntVar(&c.RestartBudget, "restart_budget", c.RestartBudget, "failures of one role within restart_window after which the whole server stops (0 = never: a failing role is reported crash-looping and retried every restart_backoff_max while the others keep serving)")
 	fs.Var(&c.RestartWindow, "restart_window", "window of the restart budget")
 	fs.Var(&c.RestartBackoff, "restart_backoff", "first restart delay (doubles per consecutive failure)")
 	fs.Var(&c.RestartBackoffMax, "restart_backoff_max", "longest restart delay")

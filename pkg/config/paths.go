@@ -24,6 +24,9 @@ const (
 	StateFileName   = "state.json"      // supervisor state: pids, start times, restarts
 	ControlSockName = "supervisor.sock" // supervisor control socket
 	LockFileName    = "config.lock"     // serialises LoadShared
+	// HealthFileName is the health role's last report; the supervisor
+	// removes it with the rest, also when health was killed mid-write.
+	HealthFileName = "health.json"
 	// SupervisorLockName is in the shm dir, not the run dir: the supervisor
 	// holds an flock on it for its whole life and records its run dir in
 	// it, so `stop`/`status` find a live instance (and never clean up after

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,7 +79,13 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err != nil {
 		return err
 	}
-	go w.receive(ctx, pull)
+	// receive rings the detokenizer's bell (shm): it is joined, after the
+	// puller closes, before the deferred region.Close unmaps the region.
+	var recvDone sync.WaitGroup
+	defer recvDone.Wait()
+	defer pull.Close()
+	recvDone.Add(1)
+	go func() { defer recvDone.Done(); w.receive(ctx, pull) }()
 	ctl.SetProgressCheck(w.Progress)
 	if err := ctl.Ready(ctx); err != nil {
 		return err

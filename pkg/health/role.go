@@ -21,7 +21,7 @@ import (
 
 // StatusFileName is the report the health role rewrites in the run
 // directory after every check (for `lightllm status` and operators).
-const StatusFileName = "health.json"
+const StatusFileName = config.HealthFileName
 
 // attachTimeout bounds the wait for the shm region: the health role starts
 // last, so the region normally exists already.

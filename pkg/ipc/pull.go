@@ -3,6 +3,7 @@ package ipc
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,7 @@ type Puller struct {
 	ch       chan item
 	cancel   context.CancelFunc
 	done     chan struct{}
+	closing  sync.Once
 
 	received, disconnects atomic.Uint64
 }
@@ -126,8 +128,12 @@ func (p *Puller) Stats() (received, disconnects uint64) {
 
 // Close unbinds and removes the socket file.
 func (p *Puller) Close() error {
-	p.cancel()
-	closeQuietly(p.sock, p.opts, p.endpoint)
+	// Idempotent: a role closes the puller early to end its receiving
+	// goroutine before unmapping shm, and again in a deferred cleanup.
+	p.closing.Do(func() {
+		p.cancel()
+		closeQuietly(p.sock, p.opts, p.endpoint)
+	})
 	<-p.done
 	return nil
 }

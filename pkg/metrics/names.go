@@ -29,6 +29,8 @@ const (
 	// supervisor's restart counts at scrape time (see Options.Status), so
 	// the count survives the restart of the metric role itself.
 	RoleRestarts = "lightllm_role_restarts"
+	// RoleCrashLooping comes from the same supervisor status (a gauge).
+	RoleCrashLooping = "lightllm_role_crash_looping"
 
 	// Histograms (apiserver unless noted).
 	RequestInputLength        = "lightllm_request_input_length"

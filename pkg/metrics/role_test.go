@@ -169,18 +169,18 @@ func TestRestartCollectorCachesAndKeepsLastGood(t *testing.T) {
 		return &rolectl.Status{Roles: []rolectl.RoleStatus{{Role: "infer", Restarts: a.restarts}}}, nil
 	}, "m")
 	rc.cacheFor = 50 * time.Millisecond
-	if got := rc.counts()["infer"]; got != 1 {
+	if got := rc.counts()["infer"].restarts; got != 1 {
 		t.Fatalf("first read %d", got)
 	}
-	if got := rc.counts()["infer"]; got != 1 || calls != 1 {
+	if got := rc.counts()["infer"].restarts; got != 1 || calls != 1 {
 		t.Fatalf("within cacheFor: %d after %d calls, want the cached 1 after 1 call", got, calls)
 	}
 	time.Sleep(60 * time.Millisecond)
-	if got := rc.counts()["infer"]; got != 3 {
+	if got := rc.counts()["infer"].restarts; got != 3 {
 		t.Fatalf("after cacheFor: %d, want 3", got)
 	}
 	time.Sleep(60 * time.Millisecond)
-	if got := rc.counts()["infer"]; got != 3 {
+	if got := rc.counts()["infer"].restarts; got != 3 {
 		t.Fatalf("supervisor failing: %d, want the last good 3", got)
 	}
 }

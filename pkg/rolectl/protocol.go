@@ -115,6 +115,12 @@ type RoleStatus struct {
 	Restarts      int       `json:"restarts"`
 	LastExit      string    `json:"last_exit,omitempty"`
 	Binary        string    `json:"binary,omitempty"`
+	// FailuresInARow counts failures since the role last served for a
+	// while; CrashLooping is set from the third on until the role is ready
+	// again. The supervisor keeps retrying a crash-looping role at the
+	// longest backoff (unless --restart_budget asks for a full stop).
+	FailuresInARow int  `json:"failures_in_a_row,omitempty"`
+	CrashLooping   bool `json:"crash_looping,omitempty"`
 }
 
 // Uptime is how long the current process has run (0 when not running).

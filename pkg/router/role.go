@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,8 +46,14 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err != nil {
 		return fmt.Errorf("router intake: %w", err)
 	}
+	// Every goroutine touching the region or the intake is joined before
+	// the deferred close unmaps the region: receive ends when the puller
+	// closes, the bell goroutine when loop's context is cancelled.
+	var recvDone sync.WaitGroup
+	defer recvDone.Wait()
 	defer pull.Close()
-	go rr.receive(ctx, pull)
+	recvDone.Add(1)
+	go func() { defer recvDone.Done(); rr.receive(ctx, pull) }()
 
 	if rr.mc, err = metrics.NewClientFor(cfg, config.RoleRouter, log); err != nil {
 		return err
@@ -205,7 +212,15 @@ func (rr *role) loop(ctx context.Context) error {
 	}
 	bell := rs.Bell()
 	rung := make(chan struct{}, 1)
+	// The bell lives in the shm region, which Run unmaps after loop
+	// returns: the goroutine sleeping on it is joined first.
+	ctx, cancel := context.WithCancel(ctx)
+	var bellDone sync.WaitGroup
+	defer bellDone.Wait()
+	defer cancel()
+	bellDone.Add(1)
 	go func() { // turn futex rings into channel sends for the select below
+		defer bellDone.Done()
 		for ctx.Err() == nil {
 			seen := bell.Seq()
 			if bell.Wait(seen, 100*time.Millisecond) {

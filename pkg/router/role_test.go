@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
+	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/pkg/sched"
 	"github.com/lightllm-go/lightllm/shm"
@@ -257,5 +259,64 @@ func TestRoleRejectsOracle(t *testing.T) {
 	_, err = newRole(context.Background(), roleConfig(t, "fifo"), zerolog.Nop())
 	if !errors.Is(err, sched.ErrUnknownPolicy) {
 		t.Errorf("unknown policy: %v", err)
+	}
+}
+
+// TestRunStopsCleanlyUnderTraffic starts and stops the router role many
+// times while another mapping of the region rings its bell and queues
+// requests: every goroutine touching shm must be joined before Run unmaps
+// the region (a goroutine left sleeping on the bell faulted at shm/bell.go).
+func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
+	cfg := roleConfig(t, sched.PolicyPastFuture)
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 200
+	if testing.Short() {
+		rounds = 40
+	}
+	var peer *shm.Region
+	for i := 0; i < rounds; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		ctl := rolectl.NewStandalone(config.RoleRouter, zerolog.Nop())
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, cfg, zerolog.Nop(), ctl) }()
+		select {
+		case <-ctl.ReadyC():
+		case err := <-done:
+			cancel()
+			t.Fatalf("round %d: router ended before ready: %v", i, err)
+		}
+		if peer == nil {
+			r, err := shm.AttachFile(cfg.ShmPath(shm.StateFile))
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			peer = r
+			t.Cleanup(func() { peer.Close() })
+		}
+		rs, err := peer.Role(shm.RoleRouter)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			queue(t, peer, uint64(i+1), 8, 4) // the scan adopts it: admissions and commands mid-stop
+		}
+		stopAt := time.Duration(i%5) * time.Millisecond
+		ringing := make(chan struct{})
+		go func() {
+			defer close(ringing)
+			for end := time.Now().Add(stopAt + 2*time.Millisecond); time.Now().Before(end); {
+				rs.Bell().Ring()
+			}
+		}()
+		time.Sleep(stopAt)
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		<-ringing
 	}
 }

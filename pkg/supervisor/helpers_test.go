@@ -106,7 +106,7 @@ func testConfig(t *testing.T) *config.Config {
 	c.ShmDir = filepath.Join(base, "lightllm-"+c.Instance)
 	c.Resolved, c.ModelDir = true, "/models/test"
 	c.MaxReqTotalLen, c.MaxTotalTokenNum, c.BatchMaxTokens, c.ChunkedPrefillSize = 512, 4096, 16384, 8192
-	c.Port, c.MetricPort = 18000, 18001
+	c.Port, c.MetricPort = freePort(t), freePort(t)
 	c.ReadyTimeout = config.Duration(30 * time.Second) // -race on a loaded 2-core machine
 	c.StopTimeout = config.Duration(5 * time.Second)
 	c.GracefulTimeout = 0
@@ -118,6 +118,17 @@ func testConfig(t *testing.T) *config.Config {
 		t.Fatal(err)
 	}
 	return &c
+}
+
+// freePort is a TCP port nobody listens on now (the supervisor checks).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer collects the children's output for failure messages.

@@ -11,6 +11,11 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 )
 
+// crashLoopAfter is how many consecutive failures, none after serving
+// StableAfter, make a role crash-looping: reported in status, on /health
+// (through the health role) and as lightllm_role_crash_looping.
+const crashLoopAfter = 3
+
 // onExit handles a role process's exit: fatal while launching, an immediate
 // restart when the exit was requested, otherwise a failure with backoff.
 func (s *Supervisor) onExit(r *roleProc, gen int, st ExitStatus) error {
@@ -24,7 +29,10 @@ func (s *Supervisor) onExit(r *roleProc, gen int, st ExitStatus) error {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	uptime := end.Sub(r.startedAt)
+	var served time.Duration
+	if !r.readyAt.IsZero() {
+		served = end.Sub(r.readyAt)
+	}
 	r.proc, r.pid, r.startTicks = nil, 0, 0
 	r.lastExit, r.state = st.String(), rolectl.StateStopped
 	launching := s.phase == rolectl.PhaseLaunching
@@ -42,32 +50,53 @@ func (s *Supervisor) onExit(r *roleProc, gen int, st ExitStatus) error {
 		s.log.Info().Str("target", r.name).Str("exit", st.String()).Msg("role stopped for restart")
 		return s.restart(r)
 	}
-	s.log.Warn().Str("target", r.name).Str("exit", st.String()).Stringer("uptime", uptime).Msg("role exited unexpectedly")
-	return s.failed(r, uptime, st.String())
+	return s.failed(r, served, "exited unexpectedly: "+st.String())
 }
 
-// failed charges a failure to the role's budget and schedules its restart.
-func (s *Supervisor) failed(r *roleProc, uptime time.Duration, why string) error {
+// failed charges a failure and schedules the role's restart. The delay
+// doubles per consecutive failure and starts over once the role had served
+// (been ready) for StableAfter: a role killed now and then after working
+// fine comes back at once, one that cannot start backs off to
+// restart_backoff_max and keeps being retried there, so that fixing the
+// cause (a model file restored, a device back) recovers the server without
+// a human. Only --restart_budget N > 0 turns too many failures within
+// restart_window into a full stop, for operators whose service manager
+// restarts the whole server instead.
+func (s *Supervisor) failed(r *roleProc, served time.Duration, why string) error {
 	if err := s.countFailure(r, time.Now(), why); err != nil {
 		return err
 	}
-	if uptime >= s.opts.StableAfter {
-		r.consecutive = 0
-	}
-	d := backoff(s.cfg.RestartBackoff.D(), s.cfg.RestartBackoffMax.D(), r.consecutive)
-	r.consecutive++
+	d, looping := s.nextDelay(r, served)
 	s.mu.Lock()
-	r.state = rolectl.StateBackoff
+	r.state, r.failuresInARow, r.crashLooping = rolectl.StateBackoff, r.consecutive, looping
 	gen := r.gen
 	s.mu.Unlock()
 	r.restartTimer = time.AfterFunc(d, func() { s.post(event{kind: evRestartDue, role: r.name, gen: gen}) })
-	s.log.Warn().Str("target", r.name).Stringer("in", d).Int("failures_in_window", len(r.failures)).Msg("restarting role")
+	ev := s.log.Warn()
+	if looping {
+		ev = s.log.Error()
+	}
+	// One line per attempt: what happened, and when the next try is.
+	ev.Str("target", r.name).Str("why", why).Stringer("served", served).Int("failures_in_a_row", r.consecutive).
+		Int("failures_in_window", len(r.failures)).Bool("crash_looping", looping).Stringer("restart_in", d).
+		Msg("role failed; restarting")
 	s.writeState()
 	return nil
 }
 
-// countFailure records a failure; more than restart_budget of them within
-// restart_window stops the server.
+// nextDelay counts one more failure in a row (starting over when the role
+// had served StableAfter) and returns the delay before the next start.
+func (s *Supervisor) nextDelay(r *roleProc, served time.Duration) (d time.Duration, crashLooping bool) {
+	if served >= s.opts.StableAfter {
+		r.consecutive = 0
+	}
+	d = backoff(s.cfg.RestartBackoff.D(), s.cfg.RestartBackoffMax.D(), r.consecutive)
+	r.consecutive++
+	return d, r.consecutive >= crashLoopAfter
+}
+
+// countFailure records a failure; with --restart_budget N > 0, more than N
+// of them within restart_window stop the server.
 func (s *Supervisor) countFailure(r *roleProc, now time.Time, why string) error {
 	window := s.cfg.RestartWindow.D()
 	kept := r.failures[:0]
@@ -77,7 +106,7 @@ func (s *Supervisor) countFailure(r *roleProc, now time.Time, why string) error 
 		}
 	}
 	r.failures = append(kept, now)
-	if len(r.failures) > s.cfg.RestartBudget {
+	if s.cfg.RestartBudget > 0 && len(r.failures) > s.cfg.RestartBudget {
 		return fmt.Errorf("%w: role %s failed %d times within %s (last: %s), more than --restart_budget %d; stopping the server",
 			ErrRestartBudget, r.name, len(r.failures), window, why, s.cfg.RestartBudget)
 	}
@@ -103,7 +132,7 @@ func (s *Supervisor) restart(r *roleProc) error {
 	s.mu.Unlock()
 	if err := s.start(r); err != nil {
 		s.log.Error().Err(err).Str("target", r.name).Msg("restart failed")
-		return s.failed(r, 0, err.Error())
+		return s.failed(r, 0, "restart failed: "+err.Error())
 	}
 	return nil
 }
@@ -268,6 +297,7 @@ func (s *Supervisor) Status() rolectl.Status {
 		rs := rolectl.RoleStatus{
 			Role: name, Pid: r.pid, State: r.state, Ready: r.state == rolectl.StateReady,
 			ReadyAt: r.readyAt, Restarts: r.restarts, LastExit: r.lastExit, Binary: r.binary,
+			FailuresInARow: r.failuresInARow, CrashLooping: r.crashLooping,
 		}
 		if r.proc != nil {
 			rs.StartedAt, rs.LastHeartbeat = r.startedAt, r.lastHeartbeat

@@ -214,7 +214,8 @@ func removeInstanceFiles(cfg *config.Config, keepLock bool) ([]string, error) {
 		name := e.Name()
 		ours := config.IsSocketName(name) || e.Type()&fs.ModeSocket != 0 ||
 			name == config.StateFileName || name == config.StateFileName+".tmp" ||
-			name == config.ConfigFileName || name == config.LockFileName
+			name == config.ConfigFileName || name == config.LockFileName ||
+			name == config.HealthFileName || name == config.HealthFileName+".tmp"
 		if !ours {
 			continue
 		}

@@ -52,8 +52,8 @@ type Options struct {
 	// Stages and StopOrder default to LaunchStages and StopStages.
 	Stages    [][]string
 	StopOrder [][]string
-	// StableAfter is the uptime after which a role's backoff starts over
-	// (default 30s).
+	// StableAfter is how long a role must have been ready for its next
+	// failure's backoff to start over from restart_backoff (default 5s).
 	StableAfter time.Duration
 }
 
@@ -94,6 +94,9 @@ type roleProc struct {
 	restarts      int
 	lastExit      string
 	startTicks    uint64
+	// failuresInARow and crashLooping mirror consecutive for status.
+	failuresInARow int
+	crashLooping   bool
 
 	// loop only
 	failures         []time.Time // unrequested exits within restart_window
@@ -150,7 +153,7 @@ func New(o Options) (*Supervisor, error) {
 		o.StopOrder = StopStages()
 	}
 	if o.StableAfter == 0 {
-		o.StableAfter = 30 * time.Second
+		o.StableAfter = 5 * time.Second
 	}
 	s := &Supervisor{
 		opts:     o,
@@ -205,6 +208,12 @@ func (s *Supervisor) Run(ctx context.Context) (err error) {
 	ctl, err := s.prepare(ctx)
 	if err != nil {
 		return err
+	}
+	if err := checkPorts(s.cfg); err != nil {
+		ctl.Close()
+		_, _ = removeInstanceFiles(s.cfg, false)
+		s.lock.release()
+		return fmt.Errorf("%w: %v", ErrLaunch, err)
 	}
 	if s.opts.StartProcess == nil {
 		sp := newSpawner(s.opts.Output)
@@ -462,11 +471,13 @@ func (s *Supervisor) onReady(r *roleProc, pid int) (resp rolectl.Response, advan
 		return rolectl.Response{OK: true}, false // a repeated ready
 	}
 	r.state, r.readyAt = rolectl.StateReady, time.Now()
+	recovered := r.crashLooping
+	r.crashLooping = false
 	took := r.readyAt.Sub(r.startedAt)
 	launching := s.phase == rolectl.PhaseLaunching
 	s.mu.Unlock()
 	stopTimer(r.readyTimer)
-	s.log.Info().Str("target", r.name).Int("child_pid", pid).Stringer("took", took).Msg("role ready")
+	s.log.Info().Str("target", r.name).Int("child_pid", pid).Stringer("took", took).Bool("recovered", recovered).Msg("role ready")
 	s.writeState()
 	return rolectl.Response{OK: true}, launching && s.stageReady(r.stage)
 }

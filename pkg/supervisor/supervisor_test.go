@@ -150,6 +150,51 @@ func TestRestartBudgetStopsCleanly(t *testing.T) {
 	h.assertAllGone()
 }
 
+// TestCrashLoopDegradesAndRecovers: with the default --restart_budget 0 a
+// role that cannot start (its model file unreadable, say) is reported
+// crash-looping while the other roles keep running, and is retried until
+// the cause goes away; then it serves again with no human restart.
+func TestCrashLoopDegradesAndRecovers(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.RestartBudget = 0
+	const failing = 5 // starts 1..5 after the first fail before ready
+	h := newHarness(t, cfg, [][]string{{config.RoleMetric}, {config.RoleRouter}}, func(role string, n int) string {
+		if role == config.RoleRouter && n > 0 && n <= failing {
+			return "fail"
+		}
+		return ""
+	}, nil)
+	h.run()
+	st := h.waitRunning()
+	metricPid := roleOf(st, config.RoleMetric).Pid
+	_ = syscall.Kill(roleOf(st, config.RoleRouter).Pid, syscall.SIGKILL)
+	h.waitUntil("router crash-looping", 30*time.Second, func(st rolectl.Status) bool {
+		r := roleOf(st, config.RoleRouter)
+		return r.CrashLooping && r.FailuresInARow >= crashLoopAfter && !r.Ready
+	})
+	if m := roleOf(h.status(), config.RoleMetric); m.Pid != metricPid || !m.Ready {
+		t.Fatalf("metric role disturbed by router's crash loop: %+v", m)
+	}
+	st = h.waitUntil("router recovered", 60*time.Second, func(st rolectl.Status) bool {
+		r := roleOf(st, config.RoleRouter)
+		return r.Ready && !r.CrashLooping
+	})
+	h.mu.Lock()
+	starts := h.starts[config.RoleRouter]
+	h.mu.Unlock()
+	if starts != failing+2 || st.Phase != rolectl.PhaseRunning {
+		t.Fatalf("router started %d times (want %d), phase %s", starts, failing+2, st.Phase)
+	}
+	if !strings.Contains(h.out.String(), `"crash_looping":true`) {
+		t.Errorf("no log line marks the crash loop:\n%s", h.out.String())
+	}
+	h.cancel()
+	if err := h.wait(30 * time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h.assertAllGone()
+}
+
 func TestLaunchFailureShowsStderr(t *testing.T) {
 	tests := map[string]struct {
 		mutate   func(*config.Config)
