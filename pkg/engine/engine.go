@@ -323,7 +323,7 @@ func (e *Engine) Stats() Stats {
 // release frees a request's KV and forgets it.
 func (e *Engine) release(r *reqState) error {
 	delete(e.reqs, r.id)
-	return e.freeKV(r)
+	return e.freeKV(r, false)
 }
 
 // removeReq deletes r from a list, keeping the order.

@@ -41,21 +41,15 @@ func (e *Engine) allocate(r *reqState, n int) error {
 }
 
 // matchCache points a request about to be prefilled at the longest cached
-// prefix of its tokens, all but the last (whose logits must be computed).
-// At first admission the request adopts whatever K/V the cache holds; a
-// request being recomputed keeps only the part that replays exactly
-// (keepCached).
+// prefix of its tokens, all but the last (whose logits must be computed),
+// of which it keeps only what its own canonical run would have computed
+// (reusable, replay.go).
 func (e *Engine) matchCache(r *reqState) error {
 	if e.cache == nil || r.noCache || r.kvLen > 0 {
 		return nil
 	}
 	r.node, r.slots = e.cache.Match(r.tokens[:len(r.tokens)-1], r.slots[:0])
-	if r.cacheLen < 0 {
-		r.sig = r.sig[:0]
-		for _, sl := range r.slots {
-			r.sig = append(r.sig, e.slotSig[sl])
-		}
-	} else if keep := e.keepCached(r); keep < len(r.slots) {
+	if keep := e.reusable(r, r.slots); keep < len(r.slots) {
 		if err := e.cache.Unlock(r.node); err != nil {
 			r.node, r.slots = nil, r.slots[:0]
 			return fmt.Errorf("engine: request %d: %w", r.id, err)
@@ -81,17 +75,25 @@ func (e *Engine) unmatchCache(r *reqState) error {
 }
 
 // freeKV gives up all of a request's KV: the computed tokens go to the prompt
-// cache (when on), the rest back to the pool. An error means the engine's
+// cache (when on), the rest back to the pool. A finished request caches only
+// its prompt: its generated tokens were computed one per step, in a class no
+// later prompt's own run computes them in (replay.go), so they would only
+// hold the cache's path against that prompt's reusable K/V; a paused one
+// caches everything, for its own recompute. An error means the engine's
 // bookkeeping is broken (the pool refuses bad frees and stays consistent).
-func (e *Engine) freeKV(r *reqState) error {
+func (e *Engine) freeKV(r *reqState, generatedToo bool) error {
 	var err error
 	keep := 0 // leading slots that end up owned by the cache
 	if r.node != nil {
-		pre, ierr := e.cache.Insert(r.tokens[:r.kvLen], r.slots[:r.kvLen])
+		n := r.kvLen
+		if !generatedToo {
+			n = min(n, max(r.promptLen, r.shared))
+		}
+		pre, ierr := e.cache.Insert(r.tokens[:n], r.slots[:n])
 		if ierr == nil {
 			// slots[shared:pre] duplicate what another request cached meanwhile.
 			ierr = e.pool.Free(r.slots[r.shared:pre])
-			keep = r.kvLen
+			keep = n
 		}
 		if uerr := e.cache.Unlock(r.node); ierr == nil {
 			ierr = uerr

@@ -1,80 +1,138 @@
 package engine
 
-// Exact recompute. The model rounds a multi-token chunk (batch matmul,
-// tiled attention) differently from a one-token step, and a sequence's K/V
-// depend on how it was chunked. A request's chunks are therefore a function
-// of the request alone: its prompt in chunks of e.chunk starting where its
-// first admission's cache hit ended, then every generated token as a step
-// of its own. A request recomputed after eviction, or resumed with
-// AlreadyGenerated, goes through the same chunks again: the generated
-// tokens are replayed one per step, batched with the other requests'
-// decodes, without sampling (their logits are not even asked for), so the
-// K/V and the logits of its next token are bit for bit those of an
+// Output invariance. The model rounds a token row differently depending on
+// the length of the chunk it is computed in (pkg/model: a one-token step
+// uses the vector kernels, a chunk of two or more the batch matmul, a chunk
+// of 64 or more the tiled flash attention, as llama.cpp does), and a
+// position's K/V feed every later position. A request's numbers are
+// therefore made a function of the request alone:
+//
+//   - Canonical chunks. Its prompt is computed in chunks of e.chunk counted
+//     from position 0, [0,c) [c,2c) ... [kc,P), wherever a cache hit ends,
+//     and every generated token as a step of its own. A cache-less run is
+//     what it always was (and what llama.cpp does with -ub c).
+//   - Rounding classes. The model says, through ChunkClasser, which chunk
+//     lengths round alike (1 | 2..63 | 64+ for pkg/model). Position p's
+//     canonical class is that of its canonical chunk's length.
+//   - Signatures. Every slot's K/V carries a signature chaining the previous
+//     position's, the token, the position and the class it was computed in.
+//     A cached prefix (from the radix cache: another request's, or this
+//     request's own before an eviction) is used only as far as its
+//     signatures are the ones this request's canonical run would produce,
+//     and only up to a position q from which the rest of that canonical
+//     chunk, [q, end), still has the chunk's class; the remainder of the
+//     prompt then runs in canonical chunks again. A full hit recomputes at
+//     most the last 63 prompt tokens; a partial one reuses everything the
+//     classes allow.
+//
+// The generated tokens replayed after an eviction or an infer restart run
+// one per step, batched with other requests' decodes, without sampling, so
+// the K/V and the logits of the next token are bit for bit those of an
 // uninterrupted run.
 
-// nextChunk is the number of tokens r computes in its next forward.
-func (e *Engine) nextChunk(r *reqState) int {
-	start := r.cacheLen
-	if start < 0 { // first admission: the chunks start after the cache hit
-		start = r.kvLen
-	}
-	end := r.promptLen
-	if r.kvLen < start {
-		// Part of the prefix the request first took from the cache was
-		// evicted since: refill it up to where its own chunks start.
-		end = min(end, start)
-	}
-	if r.kvLen >= end {
-		return 1
-	}
-	return min(end-r.kvLen, e.chunk)
+// ChunkClasser is implemented by a model whose numbers for a token row
+// depend on the length of the chunk the row is computed in only through
+// ChunkClass(length): rows computed in chunks of the same class, over
+// equal K/V of the earlier positions, are bit-identical. A Forwarder
+// without it is taken to round every chunk length differently (reuse then
+// only ever starts at canonical chunk boundaries).
+type ChunkClasser interface {
+	ChunkClass(n int) int
 }
 
-// keepCached returns how much of the cached prefix just matched for a
-// request being recomputed it keeps: the leading positions whose K/V are
-// the very ones it had (their signatures agree; another request may have
-// cached the same tokens computed in other chunks), cut back to one of
-// its chunk boundaries so that the rest is recomputed in its own chunks.
-func (e *Engine) keepCached(r *reqState) int {
-	q := 0
-	for q < len(r.slots) && q < len(r.sig) && e.slotSig[r.slots[q]] == r.sig[q] {
-		q++
+// ChunkClass is f's rounding class of a chunk of n tokens: n itself for a
+// Forwarder that does not say. A wrapper around a Forwarder implements
+// ChunkClasser with it, so that the wrapped model's classes show through.
+func ChunkClass(f Forwarder, n int) int {
+	if c, ok := f.(ChunkClasser); ok {
+		return c.ChunkClass(n)
 	}
-	switch {
-	case q <= r.cacheLen || q >= r.promptLen:
-		// Below cacheLen the prefix was the cache's in the first place
-		// (refilled by nextChunk); from the prompt's end each position is a
-		// step of its own.
-		return q
-	default:
-		return r.cacheLen + (q-r.cacheLen)/e.chunk*e.chunk
+	return n
+}
+
+// class is the model's rounding class of a chunk of n tokens.
+func (e *Engine) class(n int) int { return ChunkClass(e.m, n) }
+
+// canonEnd is the end of r's canonical chunk holding prompt position p.
+func (e *Engine) canonEnd(r *reqState, p int) int {
+	return min((p/e.chunk+1)*e.chunk, r.promptLen)
+}
+
+// canonClass is the class position p of r is computed in by a canonical run.
+func (e *Engine) canonClass(r *reqState, p int) int {
+	if p >= r.promptLen {
+		return e.class(1)
 	}
+	start := p / e.chunk * e.chunk
+	return e.class(e.canonEnd(r, p) - start)
+}
+
+// nextChunk is the number of tokens r computes in its next forward: the
+// rest of its canonical chunk (r.kvLen is always a start allowed by
+// startAt), or one token past the prompt.
+func (e *Engine) nextChunk(r *reqState) int {
+	if r.kvLen >= r.promptLen {
+		return 1
+	}
+	return e.canonEnd(r, r.kvLen) - r.kvLen
+}
+
+// startAt cuts a reusable prefix length q back to a position from which the
+// rest of its canonical chunk still rounds in the chunk's class.
+func (e *Engine) startAt(r *reqState, q int) int {
+	if q >= r.promptLen {
+		return q // generated positions are single steps anyway
+	}
+	start, end := q/e.chunk*e.chunk, e.canonEnd(r, q)
+	want := e.class(end - start)
+	for q > start && e.class(end-q) != want {
+		q--
+	}
+	return q
+}
+
+// reusable returns how many leading positions of slots (a cached prefix of
+// r's tokens) hold exactly the K/V of r's canonical run, cut back by
+// startAt, and leaves r.sig holding their signatures.
+func (e *Engine) reusable(r *reqState, slots []int32) int {
+	r.sig = r.sig[:0]
+	h := uint64(0)
+	for p, sl := range slots {
+		h = posSig(h, r.tokens[p], p, e.canonClass(r, p))
+		if e.slotSig[sl] != h {
+			break
+		}
+		r.sig = append(r.sig, h)
+	}
+	q := e.startAt(r, len(r.sig))
+	r.sig = r.sig[:q]
+	return q
 }
 
 // computed records the signatures of the n positions r computes from
-// r.kvLen in this step's forward. A signature chains the previous
-// position's with the token, the position and the chunk, so equal
-// signatures mean equal K/V (the model is deterministic and a sequence's
-// numbers do not depend on the rest of the batch).
+// r.kvLen in this step's forward, in the class the chunk really had.
 func (e *Engine) computed(r *reqState, n int) {
 	start := r.kvLen
 	h := uint64(0)
 	if start > 0 {
 		h = r.sig[start-1]
 	}
-	chunk := uint64(start)<<32 | uint64(n)
+	cl := e.class(n)
 	for p := start; p < start+n; p++ {
-		h = sigMix(h, uint64(uint32(r.tokens[p]))|uint64(p)<<32, chunk)
+		h = posSig(h, r.tokens[p], p, cl)
 		switch {
 		case p == len(r.sig):
 			r.sig = append(r.sig, h)
 		case r.sig[p] != h:
-			// Recomputed differently (its cached prefix was lost): what
-			// the request had beyond p is no longer its K/V.
 			r.sig = append(r.sig[:p], h)
 		}
 		e.slotSig[r.slots[p]] = h
 	}
+}
+
+// posSig chains one position's signature.
+func posSig(prev uint64, tok int32, p, class int) uint64 {
+	return sigMix(prev, uint64(uint32(tok))|uint64(p)<<32, uint64(class)+1)
 }
 
 // sigMix is a 64-bit hash step (murmur3's finalizer over the combined words).

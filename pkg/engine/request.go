@@ -157,13 +157,12 @@ type reqState struct {
 	node    *kvcache.Node
 	shared  int
 	noCache bool
-	// cacheLen is the tokens matched at first admission (-1 before). The
-	// prompt's prefill chunks start there, so it also fixes the request's
-	// chunk boundaries (see Engine.nextChunk).
+	// cacheLen is the tokens matched at first admission (-1 before),
+	// reported as the prompt cache hit.
 	cacheLen int
 	// sig[p] identifies how the K/V of position p were computed (see
-	// Engine.computed): a recompute keeps a cached prefix only as far as it
-	// is the very K/V the request had.
+	// replay.go): a cached prefix is kept only as far as it is the very K/V
+	// the request's canonical run computes.
 	sig []uint64
 	// newProc builds proc, the request's logits processor; proc is nil
 	// until built and after a pause (processor.go).

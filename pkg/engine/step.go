@@ -176,7 +176,7 @@ func (e *Engine) addSeq(r *reqState, n, rowsUsed int) int {
 // order, to be recomputed from its prompt and generated tokens.
 func (e *Engine) pause(r *reqState) error {
 	e.running = removeReq(e.running, r)
-	err := e.freeKV(r)
+	err := e.freeKV(r, true)
 	r.proc = nil // rebuilt by replay when it samples again (processor.go)
 	r.state = StatePaused
 	r.evictions++

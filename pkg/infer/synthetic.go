@@ -100,6 +100,9 @@ type eosOverride struct {
 	eos []int32
 }
 
+// ChunkClass passes the wrapped model's rounding classes through.
+func (e eosOverride) ChunkClass(n int) int { return engine.ChunkClass(e.Forwarder, n) }
+
 func (e eosOverride) Config() engine.ModelConfig {
 	c := e.Forwarder.Config()
 	c.EOS = e.eos

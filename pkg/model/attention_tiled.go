@@ -61,6 +61,24 @@ func (m *Model) attnUnits(b *Batch, kv *KV, rows []int32, units []attnUnit) []at
 	return units
 }
 
+// ChunkClass is the rounding class of a sequence chunk of n new tokens
+// (engine.ChunkClasser): a token row's numbers depend on the length of the
+// chunk it is computed in only through the matmul kind (one row: the
+// vector kernels; two or more: the batch kernels, whose per-row result does
+// not depend on the number of rows) and the attention path (tiled from
+// FATile rows on with an f16 cache, whose key tiles are aligned to absolute
+// positions, not to the chunk). TestChunkClassesRoundAlike checks it.
+func (m *Model) ChunkClass(n int) int {
+	switch {
+	case n <= 1:
+		return 1
+	case m.kvF16 && m.useTiledFA(n):
+		return 3
+	default:
+		return 2
+	}
+}
+
 // packTiles stores, for every sequence that takes the tiled path, each
 // tile of FATile keys per KV head converted to f32 twice: the keys
 // transposed ([HeadDim][FATile], the layout ggml packs for its score

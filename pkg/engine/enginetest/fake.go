@@ -24,9 +24,9 @@ type FakeModel struct {
 	// EndAfter > 0 makes EOS[0] the most likely next token whenever a sequence
 	// is a multiple of EndAfter tokens long.
 	EndAfter int
-	// ChunkRounding makes a token's K/V depend also on the chunk it was
-	// computed in (its sequence's new tokens of that Forward), as a real
-	// model's rounding does, and every later token depend on the K/V
+	// ChunkRounding makes a token's K/V depend also on the rounding class
+	// (ChunkClass) of the chunk it was computed in (its sequence's new
+	// tokens of that Forward), as a real model's rounding does, and every later token depend on the K/V
 	// actually found in the slots, so K/V cached by another request or
 	// computed in other chunks changes the logits instead of failing. The
 	// references Logits and Greedy do not apply then: compare runs.
@@ -43,6 +43,24 @@ type FakeModel struct {
 	hash  []uint64
 	used  []bool
 	stamp []int // Calls value of the batch that last wrote each slot
+}
+
+// FakeTile is the fake's stand-in for pkg/model's tiled-attention
+// threshold: chunks of 1, of 2..FakeTile-1 and of FakeTile or more tokens
+// round differently under ChunkRounding.
+const FakeTile = 8
+
+// ChunkClass is the fake's rounding class of a chunk of n tokens
+// (engine.ChunkClasser), shaped like pkg/model's.
+func (f *FakeModel) ChunkClass(n int) int {
+	switch {
+	case n <= 1:
+		return 1
+	case n < FakeTile:
+		return 2
+	default:
+		return 3
+	}
 }
 
 // ErrFakeKV reports an inconsistency the fake detected in the KV it was given.
@@ -125,7 +143,7 @@ func (f *FakeModel) Forward(b *engine.Batch, _ *engine.KV, logits [][]float32) e
 			f.tok[sl], f.pos[sl], f.used[sl], f.stamp[sl] = t, int32(p), true, f.Calls
 			f.hash[sl] = mix(prev, t, p)
 			if f.ChunkRounding {
-				f.hash[sl] = mix(f.hash[sl], int32(s.Len), -2-first)
+				f.hash[sl] = mix(f.hash[sl], int32(f.ChunkClass(s.Len)), -2)
 			}
 			prev = f.next(prev, f.hash[sl], p)
 		}

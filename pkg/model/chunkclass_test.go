@@ -1,0 +1,119 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// runChunks computes prompt through kv in the given chunks (each [start,
+// end) of positions; a chunk may start below the previous one's end, which
+// recomputes those positions over the K/V already there), then one decode
+// step of token next, and returns the logits after the prompt and after
+// next.
+func runChunks(t *testing.T, m *Model, prompt []int32, next int32, chunks [][2]int) (afterPrompt, afterNext []float32) {
+	t.Helper()
+	kv := m.NewKV(len(prompt) + 1)
+	slots := make([]int32, len(prompt)+1)
+	for i := range slots {
+		slots[i] = int32(i)
+	}
+	logits := [][]float32{make([]float32, m.cfg.Vocab)}
+	for _, c := range chunks {
+		b := &Batch{Tokens: prompt[c[0]:c[1]], Seqs: []Seq{{Start: 0, Len: c[1] - c[0], Slots: slots[:c[1]], WantLogits: c[1] == len(prompt)}}}
+		for p := c[0]; p < c[1]; p++ {
+			b.Positions = append(b.Positions, int32(p))
+		}
+		if err := m.Forward(b, kv, logits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterPrompt = slices.Clone(logits[0])
+	p := int32(len(prompt))
+	b := &Batch{Tokens: []int32{next}, Positions: []int32{p}, Seqs: []Seq{{Start: 0, Len: 1, Slots: slots, WantLogits: true}}}
+	if err := m.Forward(b, kv, logits); err != nil {
+		t.Fatal(err)
+	}
+	return afterPrompt, slices.Clone(logits[0])
+}
+
+func sameBits(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestChunkClassesRoundAlike pins what the engine's output invariance
+// rests on (pkg/engine/replay.go): a token row's numbers depend on the
+// length of the chunk it is computed in only through ChunkClass. Reusing
+// K/V computed in one chunk of a class and recomputing the rest of that
+// chunk as a shorter chunk of the same class gives bit-identical logits,
+// also for the next decode step (so the K/V are identical too); a chunk of
+// another class does not.
+//
+// stories260K's head size (8) takes the tiled attention path only where
+// ggml's f32 vectors are 8 wide (AVX2, not AVX-512); builtin:tiny-random's
+// (16) takes it on both, so the tiled class is covered everywhere.
+func TestChunkClassesRoundAlike(t *testing.T) {
+	for _, tc := range []struct{ path, kv string }{
+		{filepath.Join(modelsDir(t), "stories260K", "stories260K-f32.gguf"), "f16"},
+		{"builtin:tiny-random", "f16"},
+	} {
+		t.Run(filepath.Base(tc.path)+" "+tc.kv, func(t *testing.T) {
+			m, err := Load(tc.path, LoadOptions{NoTokenizer: true, KVType: tc.kv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			checkChunkClasses(t, m)
+		})
+	}
+}
+
+func checkChunkClasses(t *testing.T, m *Model) {
+	// Each position's class in a run: that of the last chunk computing it.
+	classes := func(n int, chunks [][2]int) []int {
+		cl := make([]int, n)
+		for _, c := range chunks {
+			for p := c[0]; p < c[1]; p++ {
+				cl[p] = m.ChunkClass(c[1] - c[0])
+			}
+		}
+		return cl
+	}
+	t.Logf("tiled attention path from 64 tokens: %v", m.useTiledFA(64))
+	rng := rand.New(rand.NewPCG(21, 1))
+	prompt := []int32{1}
+	for len(prompt) < 100 {
+		prompt = append(prompt, int32(3+rng.IntN(m.cfg.Vocab-3)))
+	}
+	tests := []struct {
+		name       string
+		prompt     int // length
+		ref, other [][2]int
+	}{
+		{"100 vs 70 then the last 64", 100, [][2]int{{0, 100}}, [][2]int{{0, 70}, {36, 100}}},
+		{"100 vs 90 then the last 64", 100, [][2]int{{0, 100}}, [][2]int{{0, 90}, {36, 100}}},
+		{"40 vs 39 then the last 2", 40, [][2]int{{0, 40}}, [][2]int{{0, 39}, {38, 40}}},
+		{"40 vs 25 then the last 20", 40, [][2]int{{0, 40}}, [][2]int{{0, 25}, {20, 40}}},
+		{"100 vs 70 then 30 (tiled vs batch where tiled runs)", 100, [][2]int{{0, 100}}, [][2]int{{0, 70}, {70, 100}}},
+		{"40 vs 39 then one token (batch vs vector kernels)", 40, [][2]int{{0, 40}}, [][2]int{{0, 39}, {39, 40}}},
+		{"100 vs 50 twice", 100, [][2]int{{0, 100}}, [][2]int{{0, 50}, {50, 100}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := prompt[:tc.prompt]
+			a1, a2 := runChunks(t, m, p, 300, tc.ref)
+			b1, b2 := runChunks(t, m, p, 300, tc.other)
+			same := slices.Equal(classes(tc.prompt, tc.ref), classes(tc.prompt, tc.other))
+			if got := sameBits(a1, b1) && sameBits(a2, b2); got != same {
+				t.Fatalf("bit-identical logits: %v; every position computed in the same class: %v", got, same)
+			}
+		})
+	}
+}
