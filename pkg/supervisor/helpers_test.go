@@ -106,7 +106,8 @@ func testConfig(t *testing.T) *config.Config {
 	c.ShmDir = filepath.Join(base, "lightllm-"+c.Instance)
 	c.Resolved, c.ModelDir = true, "/models/test"
 	c.MaxReqTotalLen, c.MaxTotalTokenNum, c.BatchMaxTokens, c.ChunkedPrefillSize = 512, 4096, 16384, 8192
-	c.Port, c.MetricPort = freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	c.Port, c.MetricPort = ports[0], ports[1]
 	c.ReadyTimeout = config.Duration(30 * time.Second) // -race on a loaded 2-core machine
 	c.StopTimeout = config.Duration(5 * time.Second)
 	c.GracefulTimeout = 0
@@ -120,15 +121,20 @@ func testConfig(t *testing.T) *config.Config {
 	return &c
 }
 
-// freePort is a TCP port nobody listens on now (the supervisor checks).
-func freePort(t *testing.T) int {
+// freePorts are n distinct TCP ports nobody listens on now (the
+// supervisor checks): all are held open until all are chosen.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // syncBuffer collects the children's output for failure messages.
