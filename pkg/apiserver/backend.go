@@ -68,6 +68,9 @@ type Group struct {
 	Params SamplingParams
 	// Arrival is when the HTTP request arrived.
 	Arrival time.Time
+	// Constraint, when set, restricts every sequence's answer to a
+	// grammar (structured output, constrained tool calls).
+	Constraint *Constraint
 }
 
 // SeqSeed is the seed sequence i samples with: Seed+i, so that n > 1 with a
@@ -141,6 +144,9 @@ const (
 	FinishLength FinishReason = "length" // max_new_tokens
 	FinishAbort  FinishReason = "abort"  // aborted by the server (not by this client)
 	FinishError  FinishReason = "error"  // the backend failed
+	// FinishToolCalls is what a chat choice that stopped after tool calls
+	// reports (OpenAI's "tool_calls"); backends never send it.
+	FinishToolCalls FinishReason = "tool_calls"
 )
 
 // Event is one generated token of one sequence, as the detokenizer queued it.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lightllm-go/lightllm/pkg/chatout"
 	"github.com/lightllm-go/lightllm/pkg/chattmpl"
 )
 
@@ -13,7 +14,7 @@ var chatFields = setOf(append([]string{"messages", "logprobs", "top_logprobs", "
 	"parallel_tool_calls", "functions", "function_call", "metadata", "store", "service_tier", "modalities",
 	"audio", "prediction", "reasoning_effort", "prompt_cache_key", "safety_identifier", "web_search_options",
 	"add_generation_prompt", "chat_template_kwargs", "separate_reasoning", "stream_reasoning"},
-	openAICommon...)...)
+	append(structuredFields, openAICommon...)...)...)
 
 // chatRequest is a parsed /v1/chat/completions body.
 type chatRequest struct {
@@ -22,6 +23,8 @@ type chatRequest struct {
 	n           int
 	logprobs    bool
 	topLogprobs int
+	output      outputParsing
+	tools       *toolRequest // nil when the model may not call tools
 }
 
 func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
@@ -50,6 +53,11 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		req.params.TopLogprobs = int(*v)
 	}
 	chatUnsupported(o)
+	tools := parseTools(o)
+	separate := true
+	if v := o.boolean("separate_reasoning"); v != nil {
+		separate = *v
+	}
 	addGen := true
 	if v := o.boolean("add_generation_prompt"); v != nil {
 		addGen = *v
@@ -59,7 +67,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		extra.Set("reasoning_effort", *v)
 	}
 	s.templateKwargs(o, extra)
-	for _, k := range []string{"separate_reasoning", "stream_reasoning", "parallel_tool_calls", "store"} {
+	for _, k := range []string{"stream_reasoning", "store"} {
 		o.boolean(k)
 	}
 	for _, k := range []string{"service_tier", "prompt_cache_key", "safety_identifier"} {
@@ -80,6 +88,12 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if s.chat == nil {
 		return nil, badRequest(codeNoChatTemplate, "messages", "%v", s.chatErr)
 	}
+	if separate {
+		req.output.reasoning = s.reasoningParserFor()
+	}
+	if e := s.applyTools(tools, req, &msgs, extra, o.has("skip_special_tokens")); e != nil {
+		return nil, e
+	}
 	text, err := s.chat.RenderMessages(msgs, addGen, extra)
 	if err != nil {
 		var raised *chattmpl.RaisedError
@@ -88,6 +102,10 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		}
 		s.log.Warn().Err(err).Msg("chat template render failed")
 		return nil, invalidValue("messages", "the chat template could not render these messages: %v", err)
+	}
+	text = s.finishChatPrompt(text, req)
+	if e := s.checkConstraint(req.constraint); e != nil {
+		return nil, e
 	}
 	if e := s.checkPromptChars(text, "messages"); e != nil {
 		return nil, e
@@ -102,20 +120,13 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 // chatUnsupported refuses features this server does not have, unless set
 // to their "off" value.
 func chatUnsupported(o *object) {
-	if tools := o.array("tools"); len(tools) > 0 {
-		o.fail(unsupported("tools", "tool calling is not supported by this server"))
-	}
 	if fns := o.array("functions"); len(fns) > 0 {
-		o.fail(unsupported("functions", "The function call feature is not supported"))
+		o.fail(unsupported("functions", "the deprecated 'functions' parameter is not supported: send 'tools'"))
 	}
-	for _, k := range []string{"tool_choice", "function_call"} {
-		raw, ok := o.raw(k)
-		if !ok {
-			continue
-		}
+	if raw, ok := o.raw("function_call"); ok {
 		var s string
 		if jsonKind(raw) != "a string" || json.Unmarshal(raw, &s) != nil || (s != "none" && s != "auto") {
-			o.fail(unsupported(k, "'%s' must be \"none\" or \"auto\": tool calling is not supported by this server", k))
+			o.fail(unsupported("function_call", "the deprecated 'function_call' parameter is not supported: send 'tool_choice'"))
 		}
 	}
 	if mods := o.array("modalities"); mods != nil {
@@ -145,7 +156,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	g := &Group{RequestID: requestIDFrom(r.Context()), Prompt: req.prompt, N: req.n, Params: req.params, Arrival: time.Now()}
+	g := &Group{RequestID: requestIDFrom(r.Context()), Prompt: req.prompt, N: req.n, Params: req.params, Arrival: time.Now(),
+		Constraint: req.constraint}
 	rn, e := s.submit(r.Context(), r.URL.Path, g)
 	if rn == nil {
 		if e != nil {
@@ -162,8 +174,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 }
 
 type chatLogprobs struct {
@@ -202,8 +216,10 @@ type chatResponse struct {
 // chatDelta is a stream chunk's delta; Role and Content are omitted when
 // absent (the final chunk's delta is {}).
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chatChunkChoice struct {
@@ -246,7 +262,8 @@ func (s *Server) chatCollect(w http.ResponseWriter, r *http.Request, req *chatRe
 			s.writeError(w, r, generationFailed(sr.err))
 			return
 		}
-		c := chatChoice{Index: i, Message: chatMessage{Role: "assistant", Content: sr.text}, FinishReason: string(sr.reason)}
+		msg, reason := req.output.parsedMessage(sr.text, requestIDFrom(r.Context()), i, sr.reason)
+		c := chatChoice{Index: i, Message: msg, FinishReason: string(reason)}
 		if req.logprobs {
 			c.Logprobs = &chatLogprobs{Content: []chatTokenLogprob{}}
 			for _, t := range sr.tokens {
@@ -269,8 +286,12 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, req *chatReq
 	n := rn.group.N
 	filters := make([]*stopFilter, n)
 	started := make([]bool, n)
+	parsers := make([]*chatout.Parser, n)
 	for i := range filters {
 		filters[i] = s.newFilter(&req.openAIRequest)
+		if req.output.enabled() {
+			parsers[i] = req.output.newParser(requestIDFrom(r.Context()), i)
+		}
 	}
 	promptLen := len(rn.group.Prompt)
 	send := func(c chatChunkChoice) error {
@@ -312,13 +333,36 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, req *chatReq
 		if req.logprobs && ev.TokenID >= 0 && ev.HasLogprob {
 			lp = &chatLogprobs{Content: []chatTokenLogprob{s.chatTokenLogprobs(ev.TokenID, ev.Logprob, ev.TopLogprobs)}}
 		}
-		if text != "" || lp != nil {
-			if send(chatChunkChoice{Index: i, Delta: chatDelta{Content: &text}, Logprobs: lp}) != nil {
+		deltas := []chatDelta{{Content: &text}}
+		if p := parsers[i]; p != nil {
+			evs := p.Push(text)
+			if ev.Finished {
+				evs = append(evs, p.Finish()...)
+			}
+			deltas = streamDeltas(evs)
+		} else if text == "" {
+			deltas = nil
+		}
+		if len(deltas) == 0 && lp != nil {
+			empty := ""
+			deltas = []chatDelta{{Content: &empty}}
+		}
+		for k, d := range deltas {
+			c := chatChunkChoice{Index: i, Delta: d}
+			if k == 0 {
+				c.Logprobs = lp
+			}
+			if send(c) != nil {
 				return
 			}
 		}
 		if ev.Finished {
-			if send(chatChunkChoice{Index: i, Delta: chatDelta{}, FinishReason: finishReasonPtr(&ev)}) != nil {
+			reason := finishReasonPtr(&ev)
+			if p := parsers[i]; p != nil && len(p.Calls()) > 0 && reason != nil && *reason == string(FinishStop) {
+				tc := string(FinishToolCalls)
+				reason = &tc
+			}
+			if send(chatChunkChoice{Index: i, Delta: chatDelta{}, FinishReason: reason}) != nil {
 				return
 			}
 		}

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-var completionFields = setOf(append([]string{"prompt", "suffix", "best_of", "logprobs", "echo"}, openAICommon...)...)
+var completionFields = setOf(append([]string{"prompt", "suffix", "best_of", "logprobs", "echo"},
+	append(structuredFields, openAICommon...)...)...)
 
 // maxBatchPrompts bounds the prompts of one /v1/completions request.
 const maxBatchPrompts = 256
@@ -70,6 +71,9 @@ func (s *Server) parseCompletion(body []byte) (*completionRequest, *apiError) {
 		return nil, badRequest(codeMissing, "prompt", "'prompt' is required: a string, an array of strings, an array of token ids or an array of token id arrays")
 	}
 	if e := s.completionPrompts(raw, req); e != nil {
+		return nil, e
+	}
+	if e := s.checkConstraint(req.constraint); e != nil {
 		return nil, e
 	}
 	if req.stream && len(req.prompts) > 1 {
@@ -181,7 +185,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}()
 	now := time.Now()
 	for i, ids := range req.prompts {
-		g := &Group{RequestID: rid, Prompt: ids, N: req.bestOf, Params: req.groupParams[i], Arrival: now}
+		g := &Group{RequestID: rid, Prompt: ids, N: req.bestOf, Params: req.groupParams[i], Arrival: now,
+			Constraint: req.constraint}
 		rn, e := s.submit(r.Context(), r.URL.Path, g)
 		if rn == nil {
 			if e != nil {

@@ -80,6 +80,7 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 	decayPenalty(params, "exponential_decay_length_penalty", &p)
 	p.BannedTokenIDs = s.logitBiasKeys(params, "logit_bias")
 	p.AllowedTokenIDs = s.idListField(params, "allowed_token_ids", maxAllowedTokenIDs)
+	req.group.Constraint = nativeConstraint(params)
 	nativeUnsupported(params)
 	bestOf := params.intIn("best_of", 1, MaxBestOf)
 	n := params.intIn("n", 1, MaxBestOf)
@@ -129,6 +130,9 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 	if e := s.applyLengthRule(len(prompt), &p, "max_new_tokens", "inputs"); e != nil {
 		return nil, e
 	}
+	if e := s.checkConstraint(req.group.Constraint); e != nil {
+		return nil, e
+	}
 	req.group.Prompt, req.group.Params = prompt, p
 	return req, nil
 }
@@ -136,11 +140,6 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 // nativeUnsupported refuses the LightLLM parameters this server does not
 // implement, unless they are set to their "off" value.
 func nativeUnsupported(o *object) {
-	for _, k := range []string{"regular_constraint", "guided_grammar", "guided_json"} {
-		if v := o.str(k); v != nil && *v != "" {
-			o.fail(unsupported(o.name(k), "'%s' (constrained decoding) is not supported by this server", o.name(k)))
-		}
-	}
 	if v := o.integer("prompt_logprobs"); v != nil && *v != -1 {
 		o.fail(unsupported(o.name("prompt_logprobs"), "'%s' is not supported by this server", o.name("prompt_logprobs")))
 	}

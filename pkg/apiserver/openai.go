@@ -23,6 +23,7 @@ type openAIRequest struct {
 	includeStopStr bool
 	params         SamplingParams
 	maxName        string // the field that set the output limit, for errors
+	constraint     *Constraint
 }
 
 // parseOpenAICommon reads the shared fields of a completions or chat body.
@@ -69,11 +70,7 @@ func (s *Server) parseOpenAICommon(o *object, req *openAIRequest, path string) {
 	if c := o.child("logit_bias"); c != nil && len(c.fields) > 0 {
 		o.fail(unsupported("logit_bias", "The logit_bias parameter is not currently supported"))
 	}
-	if rf := o.child("response_format"); rf != nil {
-		if t := rf.str("type"); rf.err != nil || t == nil || *t != "text" {
-			o.fail(unsupported("response_format", "only response_format {\"type\": \"text\"} is supported (no structured output)"))
-		}
-	}
+	req.constraint = openAIConstraint(o)
 	o.str("user")
 }
 

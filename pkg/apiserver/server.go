@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lightllm-go/lightllm/pkg/chatout"
 	"github.com/lightllm-go/lightllm/pkg/chattmpl"
 )
 
@@ -90,6 +92,17 @@ type Options struct {
 	GracefulTimeout time.Duration
 	// ChatTemplate replaces the tokenizer's chat template (--chat_template).
 	ChatTemplate string
+	// ToolCallParser is the tool call format (--tool_call_parser: hermes,
+	// llama3_json, mistral); "" picks it from the chat template.
+	ToolCallParser string
+	// ReasoningParser splits thinking from the answer (--reasoning_parser:
+	// qwen3, deepseek-r1, or none); "" picks qwen3 for templates that
+	// render thinking blocks.
+	ReasoningParser string
+	// CheckConstraint compiles a constraint to see that it can be
+	// enforced (an error names what cannot, e.g. a schema keyword); nil
+	// refuses every constraint.
+	CheckConstraint func(*Constraint) error
 	// VocabSize bounds token ids in prompts (default: the tokenizer's).
 	VocabSize int
 	// GenerationDefaults from the model's generation_config.json.
@@ -185,6 +198,12 @@ func New(opts Options, backend Backend, tok Tokenizer, log zerolog.Logger) (*Ser
 	}
 	if opts.Created.IsZero() {
 		opts.Created = opts.Now()
+	}
+	if n := opts.ToolCallParser; n != "" && !slices.Contains(chatout.ToolParsers(), n) {
+		return nil, fmt.Errorf("apiserver: unknown tool call parser %q (have %s)", n, strings.Join(chatout.ToolParsers(), ", "))
+	}
+	if n := opts.ReasoningParser; n != "" && n != "none" && !slices.Contains(chatout.ReasoningParsers(), n) {
+		return nil, fmt.Errorf("apiserver: unknown reasoning parser %q (have %s, none)", n, strings.Join(chatout.ReasoningParsers(), ", "))
 	}
 	s := &Server{opts: opts, backend: backend, tok: tok, log: log.With().Str("component", "apiserver").Logger(), live: newLiveStats()}
 	s.vocab = opts.VocabSize

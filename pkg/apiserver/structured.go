@@ -1,0 +1,235 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// GrammarKind says how a Constraint's Source is written.
+type GrammarKind string
+
+// Grammar kinds.
+const (
+	GrammarJSONSchema GrammarKind = "json_schema" // a JSON Schema (draft 2020-12 or 7)
+	GrammarRegex      GrammarKind = "regex"       // a regular expression the whole answer matches
+	GrammarGBNF       GrammarKind = "gbnf"        // a GBNF/EBNF grammar (llama.cpp's dialect)
+)
+
+// Constraint restricts what a request's answer may be: the tokens infer
+// samples are masked to those the grammar allows. It applies to the answer
+// only: Trigger and the thinking rules say where the answer starts.
+type Constraint struct {
+	Kind   GrammarKind
+	Source string
+	// Trigger: constraining starts after this text has been generated
+	// (auto tool calls: the format's call tag); "" starts at once.
+	Trigger string
+	// ThinkOpen: the prompt opened a thinking block, so constraining starts
+	// after "</think>".
+	ThinkOpen bool
+	// ThinkOptional: the model may open a thinking block first (Qwen3 with
+	// thinking on): "<think>" is allowed as the first token, and then
+	// constraining starts after "</think>".
+	ThinkOptional bool
+
+	param string // the request field it came from, for errors
+}
+
+// structuredFields are the constraint fields both OpenAI endpoints take
+// besides response_format: vLLM's extra parameters.
+var structuredFields = []string{"guided_json", "guided_regex", "guided_grammar", "guided_choice",
+	"guided_decoding_backend", "guided_whitespace_pattern"}
+
+// openAIConstraint reads response_format and vLLM's guided_* fields; nil
+// when the answer is free text. Two constraints in one request are refused.
+func openAIConstraint(o *object) *Constraint {
+	var c *Constraint
+	set := func(name string, nc *Constraint) {
+		if nc == nil || o.err != nil {
+			return
+		}
+		if c != nil {
+			o.fail(invalidValue(name, "'%s' conflicts with another structured output field: give one constraint per request", name))
+			return
+		}
+		c = nc
+		c.param = name
+	}
+	if rf := o.child("response_format"); rf != nil {
+		set("response_format", responseFormat(rf))
+		o.fail(rf.err)
+	}
+	set("guided_json", guidedJSON(o, "guided_json"))
+	if v := o.str("guided_regex"); v != nil {
+		set("guided_regex", &Constraint{Kind: GrammarRegex, Source: *v})
+	}
+	if v := o.str("guided_grammar"); v != nil {
+		set("guided_grammar", &Constraint{Kind: GrammarGBNF, Source: *v})
+	}
+	set("guided_choice", guidedChoice(o, "guided_choice"))
+	// vLLM picks its backend with this; there is one engine here, and every
+	// backend name means the same constraint, so any value is accepted.
+	o.str("guided_decoding_backend")
+	if v := o.str("guided_whitespace_pattern"); v != nil {
+		o.fail(unsupported("guided_whitespace_pattern", "'guided_whitespace_pattern' is not supported: JSON whitespace is fixed by the grammar engine"))
+	}
+	return c
+}
+
+// responseFormat reads OpenAI's response_format.
+func responseFormat(rf *object) *Constraint {
+	t := rf.str("type")
+	if rf.err != nil {
+		return nil
+	}
+	if t == nil {
+		rf.fail(badRequest(codeMissing, "response_format.type", "'response_format.type' is required"))
+		return nil
+	}
+	switch *t {
+	case "text":
+		rf.rejectUnknown(setOf("type"))
+		return nil
+	case "json_object":
+		rf.rejectUnknown(setOf("type"))
+		return &Constraint{Kind: GrammarJSONSchema, Source: `{"type": "object"}`}
+	case "json_schema":
+		rf.rejectUnknown(setOf("type", "json_schema"))
+		js := rf.child("json_schema")
+		if rf.err != nil {
+			return nil
+		}
+		if js == nil {
+			rf.fail(badRequest(codeMissing, "response_format.json_schema", "'response_format.json_schema' is required for type \"json_schema\""))
+			return nil
+		}
+		js.rejectUnknown(setOf("name", "description", "schema", "strict"))
+		name := js.str("name")
+		js.str("description")
+		// strict: true asks that the output always match the schema; this
+		// server enforces every schema it accepts and refuses the rest
+		// (naming the keyword), so strict and non-strict schemas are
+		// treated alike.
+		js.boolean("strict")
+		schema, ok := js.raw("schema")
+		switch {
+		case js.err != nil:
+		case name == nil:
+			js.fail(badRequest(codeMissing, "response_format.json_schema.name", "'response_format.json_schema.name' is required"))
+		case !toolNameRE.MatchString(*name):
+			js.fail(invalidValue("response_format.json_schema.name", "'response_format.json_schema.name' must be 1-64 letters, digits, '_' or '-', got %q", *name))
+		case !ok:
+			schema = json.RawMessage(`{}`) // OpenAI: no schema means any JSON value
+		case jsonKind(schema) != "an object" && jsonKind(schema) != "a boolean":
+			js.fail(badRequest(codeInvalidType, "response_format.json_schema.schema", "'response_format.json_schema.schema' must be a JSON Schema (an object), got %s", jsonKind(schema)))
+		}
+		if js.err != nil {
+			rf.fail(js.err)
+			return nil
+		}
+		return &Constraint{Kind: GrammarJSONSchema, Source: string(schema)}
+	}
+	rf.fail(invalidValue("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got %q", *t))
+	return nil
+}
+
+// guidedJSON reads a schema given as an object or as a string holding one
+// (vLLM accepts both; LightLLM's guided_json is a string).
+func guidedJSON(o *object, k string) *Constraint {
+	raw, ok := o.raw(k)
+	if !ok {
+		return nil
+	}
+	switch jsonKind(raw) {
+	case "an object":
+		return &Constraint{Kind: GrammarJSONSchema, Source: string(raw)}
+	case "a string":
+		s, e := decodeString(raw, o.name(k))
+		if e != nil {
+			o.fail(e)
+			return nil
+		}
+		if s == "" { // LightLLM's "off"
+			return nil
+		}
+		if !json.Valid([]byte(s)) || jsonKind([]byte(s)) != "an object" {
+			o.fail(badRequest(codeInvalidJSON, o.name(k), "'%s' must be a JSON Schema object (or a string holding one)", o.name(k)))
+			return nil
+		}
+		return &Constraint{Kind: GrammarJSONSchema, Source: s}
+	}
+	o.typeError(k, "a JSON Schema object or a string holding one", raw)
+	return nil
+}
+
+// guidedChoice reads vLLM's guided_choice: the answer is one of the strings.
+func guidedChoice(o *object, k string) *Constraint {
+	elems := o.array(k)
+	if elems == nil {
+		return nil
+	}
+	if len(elems) == 0 {
+		o.fail(invalidValue(o.name(k), "'%s' must hold at least one choice", o.name(k)))
+		return nil
+	}
+	alts := make([]string, len(elems))
+	for i, el := range elems {
+		s, e := decodeString(el, o.name(k))
+		if e != nil {
+			o.fail(e)
+			return nil
+		}
+		alts[i] = regexp.QuoteMeta(s)
+	}
+	return &Constraint{Kind: GrammarRegex, Source: "(" + strings.Join(alts, "|") + ")"}
+}
+
+// nativeConstraint reads LightLLM's regular_constraint, guided_grammar and
+// guided_json (strings; "" is off).
+func nativeConstraint(o *object) *Constraint {
+	var c *Constraint
+	for _, k := range []string{"regular_constraint", "guided_grammar", "guided_json"} {
+		var nc *Constraint
+		switch k {
+		case "guided_json":
+			nc = guidedJSON(o, k)
+		default:
+			if v := o.str(k); v != nil && *v != "" {
+				nc = &Constraint{Kind: GrammarRegex, Source: *v}
+				if k == "guided_grammar" {
+					nc.Kind = GrammarGBNF
+				}
+			}
+		}
+		if nc == nil || o.err != nil {
+			continue
+		}
+		if c != nil {
+			o.fail(invalidValue(o.name(k), "'%s' conflicts with another constraint: give one per request", o.name(k)))
+			return nil
+		}
+		c = nc
+		c.param = o.name(k)
+	}
+	return c
+}
+
+// checkConstraint refuses a constraint the grammar engine cannot enforce
+// (a 400 naming the field and what it cannot do).
+func (s *Server) checkConstraint(c *Constraint) *apiError {
+	if c == nil {
+		return nil
+	}
+	param := c.param
+	if param == "" {
+		param = "tools"
+	}
+	if s.opts.CheckConstraint == nil {
+		return unsupported(param, "'%s' needs constrained decoding, which this server was started without", param)
+	}
+	if err := s.opts.CheckConstraint(c); err != nil {
+		return invalidValue(param, "'%s' cannot be enforced: %v", param, err)
+	}
+	return nil
+}
