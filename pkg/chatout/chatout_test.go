@@ -67,7 +67,9 @@ func splits(text string, rng *rand.Rand) []string {
 }
 
 func TestParse(t *testing.T) {
-	call := func(i int, name, args string) Call { return Call{ID: fmt.Sprintf("call_%d", i), Name: name, Arguments: args} }
+	call := func(i int, name, args string) Call {
+		return Call{ID: fmt.Sprintf("call_%d", i), Name: name, Arguments: args}
+	}
 	cases := []struct {
 		name string
 		cfg  Config

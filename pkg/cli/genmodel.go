@@ -60,5 +60,6 @@ func newGenModelCmd() *cobra.Command {
 	f.IntVar(&o.RopeOrigMaxPos, "rope_orig_max_pos", 0, "phi3: LongRoPE with this original context (--max_pos the extended one; 0: none)")
 	f.StringVar(&out, "out", "", "GGUF file to write")
 	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")
+	f.StringVar(&o.Tokenizer, "tokenizer", "", "Hugging Face tokenizer directory to carry (tokenizer.json, tokenizer_config.json with its chat template); sets the vocabulary size (--hf_out only)")
 	return cmd
 }

@@ -124,6 +124,12 @@ type Config struct {
 	// ChatTemplate is a Jinja chat template file that replaces the model's
 	// own (tokenizer_config.json / GGUF), as LightLLM's --chat_template.
 	ChatTemplate string `json:"chat_template"`
+	// ToolCallParser is the tool call format the model writes (hermes,
+	// llama3_json, mistral); "" picks it from the chat template.
+	ToolCallParser string `json:"tool_call_parser"`
+	// ReasoningParser splits <think> blocks into reasoning_content (qwen3,
+	// deepseek-r1, none); "" picks qwen3 for templates with thinking.
+	ReasoningParser string `json:"reasoning_parser"`
 
 	// Logging.
 	LogLevel  string `json:"log_level"`

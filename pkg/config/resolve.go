@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/lightllm-go/lightllm/pkg/chatout"
 	"github.com/lightllm-go/lightllm/pkg/model/builtin"
 )
 
@@ -99,6 +101,12 @@ func Resolve(in *Config, opts ResolveOptions) (*Config, error) {
 			return nil, fmt.Errorf("chat_template: %w", err)
 		}
 		c.ChatTemplate = abs
+	}
+	if n := c.ToolCallParser; n != "" && !slices.Contains(chatout.ToolParsers(), n) {
+		return nil, fmt.Errorf("tool_call_parser: unknown parser %q (have %s)", n, strings.Join(chatout.ToolParsers(), ", "))
+	}
+	if n := c.ReasoningParser; n != "" && n != "none" && !slices.Contains(chatout.ReasoningParsers(), n) {
+		return nil, fmt.Errorf("reasoning_parser: unknown parser %q (have %s, none)", n, strings.Join(chatout.ReasoningParsers(), ", "))
 	}
 	info, err := ReadModelInfo(c.ModelDir)
 	if err != nil {

@@ -39,6 +39,11 @@ type GenOptions struct {
 	// RopeDim is the rotated part of each head (0: all of it; phi3 writes
 	// a partial one as partial_rotary_factor).
 	RopeDim int
+	// Tokenizer is a Hugging Face tokenizer directory the model carries
+	// (tokenizer.json, tokenizer_config.json with its chat template)
+	// instead of a synthetic vocabulary; Vocab becomes its size. HF
+	// output only.
+	Tokenizer string
 }
 
 func (o *GenOptions) normalize() (tensor.DType, *family, error) {
@@ -87,6 +92,9 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 				return 0, nil, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", o.DType, bl, n)
 			}
 		}
+	}
+	if o.Tokenizer != "" {
+		return dt, fam, nil // Vocab was set from the tokenizer
 	}
 	if _, err := newGenVocab(o.Vocab); err != nil {
 		return 0, nil, fmt.Errorf("gen-model: %w", err)
@@ -244,6 +252,9 @@ func GenerateGGUF(path string, o GenOptions) error {
 // are computed while it is written (to a file, or to memory for builtin
 // models).
 func ggufWriter(o GenOptions) (*gguf.Writer, error) {
+	if o.Tokenizer != "" {
+		return nil, fmt.Errorf("gen-model: --tokenizer writes Hugging Face directories only (--hf_out), not GGUF")
+	}
 	dt, fam, err := o.normalize()
 	if err != nil {
 		return nil, err
@@ -346,6 +357,14 @@ func ggufType(dt tensor.DType) gguf.GGMLType {
 // model.safetensors. Quantized types are stored as f32 holding exactly the
 // dequantized weights, so both forms describe one model.
 func GenerateHF(dir string, o GenOptions) error {
+	var rt *realTokenizer
+	if o.Tokenizer != "" {
+		var err error
+		if rt, err = loadRealTokenizer(o.Tokenizer); err != nil {
+			return err
+		}
+		o.Vocab = rt.vocab
+	}
 	dt, fam, err := o.normalize()
 	if err != nil {
 		return err
@@ -353,11 +372,16 @@ func GenerateHF(dir string, o GenOptions) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}
-	vocab, _ := newGenVocab(o.Vocab)
-	if err := vocab.writeHFTokenizer(dir); err != nil {
+	if rt != nil {
+		err = rt.copyFiles(dir)
+	} else {
+		vocab, _ := newGenVocab(o.Vocab)
+		err = vocab.writeHFTokenizer(dir)
+	}
+	if err != nil {
 		return fmt.Errorf("gen-model: %w", err)
 	}
-	if fam.chatTemplate != "" {
+	if fam.chatTemplate != "" && rt == nil { // a real tokenizer brings its own
 		if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte(fam.chatTemplate), 0o644); err != nil {
 			return fmt.Errorf("gen-model: %w", err)
 		}
@@ -409,6 +433,13 @@ func GenerateHF(dir string, o GenOptions) error {
 		fam.genHF(cfg, &o)
 	}
 	gen := map[string]any{"bos_token_id": 1, "eos_token_id": 2}
+	if rt != nil {
+		delete(cfg, "bos_token_id")
+		delete(gen, "bos_token_id")
+		for k, v := range rt.tokenIDs() {
+			cfg[k], gen[k] = v, v
+		}
+	}
 	for name, obj := range map[string]any{"config.json": cfg, "generation_config.json": gen} {
 		b, err := json.MarshalIndent(obj, "", "  ")
 		if err != nil {

@@ -64,6 +64,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	srv, err := apiserver.New(apiserver.Options{
 		ChatTemplate:      chatTemplate,
+		ToolCallParser:    cfg.ToolCallParser,
+		ReasoningParser:   cfg.ReasoningParser,
 		ModelName:         cfg.ModelName,
 		ServedModelNames:  cfg.ServedModelName,
 		APIKeys:           cfg.APIKeys(),
