@@ -2,26 +2,15 @@ package apiserver
 
 import (
 	"encoding/json"
-	"regexp"
-	"strings"
-)
 
-// GrammarKind says how a Constraint's Source is written.
-type GrammarKind string
-
-// Grammar kinds.
-const (
-	GrammarJSONSchema GrammarKind = "json_schema" // a JSON Schema (draft 2020-12 or 7)
-	GrammarRegex      GrammarKind = "regex"       // a regular expression the whole answer matches
-	GrammarGBNF       GrammarKind = "gbnf"        // a GBNF/EBNF grammar (llama.cpp's dialect)
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 )
 
 // Constraint restricts what a request's answer may be: the tokens infer
 // samples are masked to those the grammar allows. It applies to the answer
 // only: Trigger and the thinking rules say where the answer starts.
 type Constraint struct {
-	Kind   GrammarKind
-	Source string
+	Spec grammar.Spec
 	// Trigger: constraining starts after this text has been generated
 	// (auto tool calls: the format's call tag); "" starts at once.
 	Trigger string
@@ -62,10 +51,10 @@ func openAIConstraint(o *object) *Constraint {
 	}
 	set("guided_json", guidedJSON(o, "guided_json"))
 	if v := o.str("guided_regex"); v != nil {
-		set("guided_regex", &Constraint{Kind: GrammarRegex, Source: *v})
+		set("guided_regex", &Constraint{Spec: grammar.Spec{Kind: grammar.KindRegex, Text: *v}})
 	}
 	if v := o.str("guided_grammar"); v != nil {
-		set("guided_grammar", &Constraint{Kind: GrammarGBNF, Source: *v})
+		set("guided_grammar", &Constraint{Spec: grammar.Spec{Kind: grammar.KindGBNF, Text: *v}})
 	}
 	set("guided_choice", guidedChoice(o, "guided_choice"))
 	// vLLM picks its backend with this; there is one engine here, and every
@@ -93,7 +82,7 @@ func responseFormat(rf *object) *Constraint {
 		return nil
 	case "json_object":
 		rf.rejectUnknown(setOf("type"))
-		return &Constraint{Kind: GrammarJSONSchema, Source: `{"type": "object"}`}
+		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONObject}}
 	case "json_schema":
 		rf.rejectUnknown(setOf("type", "json_schema"))
 		js := rf.child("json_schema")
@@ -128,7 +117,7 @@ func responseFormat(rf *object) *Constraint {
 			rf.fail(js.err)
 			return nil
 		}
-		return &Constraint{Kind: GrammarJSONSchema, Source: string(schema)}
+		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(schema)}}
 	}
 	rf.fail(invalidValue("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got %q", *t))
 	return nil
@@ -143,7 +132,7 @@ func guidedJSON(o *object, k string) *Constraint {
 	}
 	switch jsonKind(raw) {
 	case "an object":
-		return &Constraint{Kind: GrammarJSONSchema, Source: string(raw)}
+		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(raw)}}
 	case "a string":
 		s, e := decodeString(raw, o.name(k))
 		if e != nil {
@@ -157,7 +146,7 @@ func guidedJSON(o *object, k string) *Constraint {
 			o.fail(badRequest(codeInvalidJSON, o.name(k), "'%s' must be a JSON Schema object (or a string holding one)", o.name(k)))
 			return nil
 		}
-		return &Constraint{Kind: GrammarJSONSchema, Source: s}
+		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: s}}
 	}
 	o.typeError(k, "a JSON Schema object or a string holding one", raw)
 	return nil
@@ -180,9 +169,9 @@ func guidedChoice(o *object, k string) *Constraint {
 			o.fail(e)
 			return nil
 		}
-		alts[i] = regexp.QuoteMeta(s)
+		alts[i] = s
 	}
-	return &Constraint{Kind: GrammarRegex, Source: "(" + strings.Join(alts, "|") + ")"}
+	return &Constraint{Spec: grammar.Spec{Kind: grammar.KindChoice, Choices: alts}}
 }
 
 // nativeConstraint reads LightLLM's regular_constraint, guided_grammar and
@@ -196,9 +185,9 @@ func nativeConstraint(o *object) *Constraint {
 			nc = guidedJSON(o, k)
 		default:
 			if v := o.str(k); v != nil && *v != "" {
-				nc = &Constraint{Kind: GrammarRegex, Source: *v}
+				nc = &Constraint{Spec: grammar.Spec{Kind: grammar.KindRegex, Text: *v}}
 				if k == "guided_grammar" {
-					nc.Kind = GrammarGBNF
+					nc.Spec.Kind = grammar.KindGBNF
 				}
 			}
 		}
@@ -232,4 +221,14 @@ func (s *Server) checkConstraint(c *Constraint) *apiError {
 		return invalidValue(param, "'%s' cannot be enforced: %v", param, err)
 	}
 	return nil
+}
+
+// GrammarCheck is an Options.CheckConstraint that compiles constraints
+// with the grammar engine, through cache (the compiled grammar is then
+// ready when infer asks the same cache, in the same process, for it).
+func GrammarCheck(cache *grammar.Cache, opts grammar.Options) func(*Constraint) error {
+	return func(c *Constraint) error {
+		_, err := cache.Compile(c.Spec, opts)
+		return err
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/chatout"
 	"github.com/lightllm-go/lightllm/pkg/chattmpl"
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 )
 
 // maxTools bounds the tools of one request (OpenAI allows 128).
@@ -352,9 +353,9 @@ func (s *Server) applyTools(tr *toolRequest, req *chatRequest, msgs *[]chattmpl.
 	switch {
 	case tr.forced():
 		req.output.inCall = true
-		req.constraint = &Constraint{Kind: GrammarJSONSchema, Source: tr.callsSchema(parser, true)}
+		req.constraint = &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, true)}}
 	case tr.anyStrict() && chatout.ToolTrigger(parser) != "":
-		req.constraint = &Constraint{Kind: GrammarJSONSchema, Source: tr.callsSchema(parser, false),
+		req.constraint = &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, false)},
 			Trigger: chatout.ToolTrigger(parser)}
 	}
 	req.tools = tr

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/apiserver/fakebackend"
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -34,14 +36,12 @@ func qwen3Tokenizer(t testing.TB) *tokenizer.Tokenizer {
 	return qwenTok
 }
 
-// acceptAll stands in for the grammar engine's check.
-func acceptAll(*apiserver.Constraint) error { return nil }
 
 func startQwen(t *testing.T, reply string, opts apiserver.Options) *testServer {
 	t.Helper()
 	tok := qwen3Tokenizer(t)
 	if opts.CheckConstraint == nil {
-		opts.CheckConstraint = acceptAll
+		opts.CheckConstraint = apiserver.GrammarCheck(grammar.NewCache(16), grammar.Options{})
 	}
 	be := fakebackend.New(tok, fakebackend.Options{Reply: func(*apiserver.Group, int) string { return reply }})
 	return startWith(t, opts, be, tok)
@@ -200,12 +200,12 @@ func TestForcedToolCall(t *testing.T) {
 			t.Fatalf("prompt does not end with the trigger: %q", rendered)
 		}
 		c := g.Constraint
-		if c == nil || c.Kind != apiserver.GrammarJSONSchema || c.Trigger != "" || !json.Valid([]byte(c.Source)) ||
-			!strings.Contains(c.Source, `"const": "get_weather"`) || !strings.Contains(c.Source, `"required":["city"]`) {
+		if c == nil || c.Spec.Kind != grammar.KindJSONSchema || c.Trigger != "" || !json.Valid([]byte(c.Spec.Text)) ||
+			!strings.Contains(c.Spec.Text, `"const": "get_weather"`) || !strings.Contains(c.Spec.Text, `"required":["city"]`) {
 			t.Fatalf("constraint %+v", c)
 		}
-		if named := strings.Contains(choice, "function"); strings.Contains(c.Source, `"noop"`) == named {
-			t.Fatalf("choice %s: constraint %s", choice, c.Source)
+		if named := strings.Contains(choice, "function"); strings.Contains(c.Spec.Text, `"noop"`) == named {
+			t.Fatalf("choice %s: constraint %s", choice, c.Spec.Text)
 		}
 	}
 }
@@ -254,18 +254,17 @@ func TestConstraintFields(t *testing.T) {
 	schema := `{"type":"object","properties":{"a":{"type":"integer"}}}`
 	for _, tc := range []struct {
 		name, path, body string
-		kind             apiserver.GrammarKind
-		source           string
+		spec             grammar.Spec
 	}{
-		{"json_schema", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}}`, apiserver.GrammarJSONSchema, schema},
-		{"json_object", "/v1/completions", `{"prompt":"Hi","response_format":{"type":"json_object"}}`, apiserver.GrammarJSONSchema, `{"type": "object"}`},
-		{"guided_json", "/v1/completions", `{"prompt":"Hi","guided_json":` + schema + `}`, apiserver.GrammarJSONSchema, schema},
-		{"guided_regex", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"guided_regex":"[ab]+"}`, apiserver.GrammarRegex, "[ab]+"},
-		{"guided_choice", "/v1/completions", `{"prompt":"Hi","guided_choice":["yes","no.", "a|b"]}`, apiserver.GrammarRegex, `(yes|no\.|a\|b)`},
-		{"guided_grammar", "/v1/completions", `{"prompt":"Hi","guided_grammar":"root ::= \"x\""}`, apiserver.GrammarGBNF, `root ::= "x"`},
-		{"native guided_json", "/generate", `{"inputs":"Hi","parameters":{"guided_json":"{\"type\":\"string\"}"}}`, apiserver.GrammarJSONSchema, `{"type":"string"}`},
-		{"native regular_constraint", "/generate", `{"inputs":"Hi","parameters":{"regular_constraint":"a*"}}`, apiserver.GrammarRegex, "a*"},
-		{"native guided_grammar", "/generate", `{"inputs":"Hi","parameters":{"guided_grammar":"root ::= [a-z]+"}}`, apiserver.GrammarGBNF, "root ::= [a-z]+"},
+		{"json_schema", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":` + schema + `}}}`, grammar.Spec{Kind: grammar.KindJSONSchema, Text: schema}},
+		{"json_object", "/v1/completions", `{"prompt":"Hi","response_format":{"type":"json_object"}}`, grammar.Spec{Kind: grammar.KindJSONObject}},
+		{"guided_json", "/v1/completions", `{"prompt":"Hi","guided_json":` + schema + `}`, grammar.Spec{Kind: grammar.KindJSONSchema, Text: schema}},
+		{"guided_regex", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"guided_regex":"[ab]+"}`, grammar.Spec{Kind: grammar.KindRegex, Text: "[ab]+"}},
+		{"guided_choice", "/v1/completions", `{"prompt":"Hi","guided_choice":["yes","no.", "a|b"]}`, grammar.Spec{Kind: grammar.KindChoice, Choices: []string{"yes", "no.", "a|b"}}},
+		{"guided_grammar", "/v1/completions", `{"prompt":"Hi","guided_grammar":"root ::= \"x\""}`, grammar.Spec{Kind: grammar.KindGBNF, Text: `root ::= "x"`}},
+		{"native guided_json", "/generate", `{"inputs":"Hi","parameters":{"guided_json":"{\"type\":\"string\"}"}}`, grammar.Spec{Kind: grammar.KindJSONSchema, Text: `{"type":"string"}`}},
+		{"native regular_constraint", "/generate", `{"inputs":"Hi","parameters":{"regular_constraint":"a*"}}`, grammar.Spec{Kind: grammar.KindRegex, Text: "a*"}},
+		{"native guided_grammar", "/generate", `{"inputs":"Hi","parameters":{"guided_grammar":"root ::= [a-z]+"}}`, grammar.Spec{Kind: grammar.KindGBNF, Text: "root ::= [a-z]+"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startQwen(t, "{}", apiserver.Options{})
@@ -273,13 +272,29 @@ func TestConstraintFields(t *testing.T) {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			c := ts.be.Submitted()[0].Constraint
-			if c == nil || c.Kind != tc.kind || c.Source != tc.source {
+			if c == nil || !reflect.DeepEqual(c.Spec, tc.spec) {
 				t.Fatalf("constraint %+v", c)
 			}
-			off := startQwen(t, "{}", apiserver.Options{CheckConstraint: func(*apiserver.Constraint) error { return os.ErrInvalid }})
-			if r := off.post(t, tc.path, tc.body); r.status != 400 || !strings.Contains(string(r.body), "cannot be enforced") {
-				t.Fatalf("refusing engine: %d %s", r.status, r.body)
+			off := startWith(t, apiserver.Options{}, fakebackend.New(ts.tok, fakebackend.Options{}), ts.tok)
+			if r := off.post(t, tc.path, tc.body); r.status != 400 || !strings.Contains(string(r.body), "constrained decoding") {
+				t.Fatalf("server without a grammar engine: %d %s", r.status, r.body)
 			}
 		})
+	}
+}
+
+// TestConstraintRefused: what the grammar engine cannot enforce is a 400
+// naming the field and the keyword.
+func TestConstraintRefused(t *testing.T) {
+	ts := startQwen(t, "{}", apiserver.Options{})
+	r := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema",`+
+		`"json_schema":{"name":"x","schema":{"type":"object","patternProperties":{"^a":{"type":"string"}}}}}}`)
+	if r.status != 400 || !strings.Contains(string(r.body), "patternProperties") || !strings.Contains(string(r.body), `"param":"response_format"`) {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	r = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required","tools":[`+
+		`{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{"^a":{}}}}}]}`)
+	if r.status != 400 || !strings.Contains(string(r.body), "patternProperties") || !strings.Contains(string(r.body), `"param":"tools"`) {
+		t.Fatalf("%d %s", r.status, r.body)
 	}
 }

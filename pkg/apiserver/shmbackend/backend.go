@@ -222,6 +222,11 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	if g.N < 1 || g.N > apiserver.MaxBestOf {
 		return nil, fmt.Errorf("%w: n=%d, want 1..%d", apiserver.ErrInvalidRequest, g.N, apiserver.MaxBestOf)
 	}
+	if g.Constraint != nil {
+		// The request slots carry no grammar yet: refuse rather than run
+		// the request unconstrained.
+		return nil, fmt.Errorf("%w: constrained decoding is not available in this server's infer role", apiserver.ErrInvalidRequest)
+	}
 	params, stops, err := b.slotParams(&g.Params)
 	if err != nil {
 		return nil, err
