@@ -11,7 +11,11 @@
 // mkdir -p /tmp/oai && npm install --prefix /tmp/oai openai). Then:
 //   OPENAI_NODE_DIR=~/.cache/lightllm-test/openai node scripts/openai-client-check.mjs --base-url http://127.0.0.1:8000/v1
 // Flags: --base-url URL (or env OPENAI_BASE_URL), --require-chat (fail instead
-// of skipping chat when the model has no chat template).
+// of skipping chat when the model has no chat template), --structured (check
+// response_format json_schema and forced tool calls, non-stream and stream:
+// the server must constrain them, so even a random-weight model passes),
+// --reasoning (check reasoning_content: the model's template must leave a
+// <think> block open, or the model must think).
 // Exit status 0 when every check passed; each check prints "ok" or "FAIL".
 
 import { createRequire } from 'node:module';
@@ -26,6 +30,8 @@ const opt = (name, dflt) => {
 };
 const baseURL = opt('--base-url', process.env.OPENAI_BASE_URL || 'http://127.0.0.1:8000/v1');
 const requireChat = flag('--require-chat');
+const structured = flag('--structured');
+const reasoning = flag('--reasoning');
 
 async function loadOpenAI() {
   const dir = process.env.OPENAI_NODE_DIR;
@@ -256,7 +262,10 @@ if (chatAvailable) {
       assert(t.top_logprobs.length === n, `${what}: token ${i} has ${t.top_logprobs.length} alternatives, want ${n}`);
       if (n > 0) assert(t.top_logprobs[0].logprob === t.logprob, `${what}: greedy token ${i} is not the best: ${JSON.stringify(t)}`);
     });
-    assert(Buffer.from(bytes).toString('utf8') === text, `${what}: bytes spell ${JSON.stringify(Buffer.from(bytes).toString('utf8'))}, content ${JSON.stringify(text)}`);
+    // With a reasoning parser the tokens also spell the thinking block
+    // before the content.
+    const spelt = Buffer.from(bytes).toString('utf8');
+    assert(reasoning ? spelt.endsWith(text) : spelt === text, `${what}: bytes spell ${JSON.stringify(spelt)}, content ${JSON.stringify(text)}`);
   };
 
   await check('chat logprobs + top_logprobs', async () => {
@@ -294,6 +303,170 @@ if (chatAvailable) {
       return;
     }
     throw new Error('empty messages accepted');
+  });
+}
+
+// Structured output: the answer must parse and match the schema whenever the
+// model stopped by itself.
+const personSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 12 },
+    age: { type: 'integer', minimum: 0, maximum: 150 },
+    tags: { type: 'array', items: { enum: ['a', 'b', 'c'] }, maxItems: 3 },
+  },
+  required: ['name', 'age', 'tags'],
+  additionalProperties: false,
+};
+function checkPerson(text, what) {
+  let v;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${what}: not JSON: ${JSON.stringify(text)}`);
+  }
+  const keys = Object.keys(v);
+  assert(JSON.stringify(keys) === '["name","age","tags"]', `${what}: keys ${JSON.stringify(keys)}`);
+  assert(typeof v.name === 'string' && [...v.name].length <= 12, `${what}: name ${JSON.stringify(v.name)}`);
+  assert(Number.isInteger(v.age) && v.age >= 0 && v.age <= 150, `${what}: age ${v.age}`);
+  assert(Array.isArray(v.tags) && v.tags.length <= 3 && v.tags.every((t) => ['a', 'b', 'c'].includes(t)), `${what}: tags ${JSON.stringify(v.tags)}`);
+  return v;
+}
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather of a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string', maxLength: 16 }, unit: { enum: ['celsius', 'fahrenheit'] } },
+      required: ['city', 'unit'],
+      additionalProperties: false,
+    },
+  },
+};
+const timeTool = { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {}, additionalProperties: false } } };
+function checkWeatherArgs(args, what) {
+  let v;
+  try {
+    v = JSON.parse(args);
+  } catch (err) {
+    throw new Error(`${what}: arguments are not JSON: ${JSON.stringify(args)}`);
+  }
+  assert(typeof v.city === 'string' && [...v.city].length <= 16, `${what}: city ${JSON.stringify(v.city)}`);
+  assert(['celsius', 'fahrenheit'].includes(v.unit), `${what}: unit ${JSON.stringify(v.unit)}`);
+  assert(Object.keys(v).length === 2, `${what}: keys ${JSON.stringify(Object.keys(v))}`);
+}
+const weatherMessages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+if (chatAvailable && structured) {
+  await check('chat response_format json_schema (strict)', async () => {
+    const r = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Describe a person.' }], max_tokens: 300, temperature: 1, seed: 7,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: personSchema } },
+    });
+    const c = r.choices[0];
+    assert(c.finish_reason === 'stop', `finish_reason ${c.finish_reason}: ${JSON.stringify(c.message.content)}`);
+    return JSON.stringify(checkPerson(c.message.content, 'json_schema'));
+  });
+
+  await check('chat response_format json_schema streamed', async () => {
+    const stream = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Describe a person.' }], max_tokens: 300, temperature: 1, seed: 8, stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema: personSchema } },
+    });
+    let text = '';
+    let finish = null;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        text += c.delta.content ?? '';
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+    }
+    assert(finish === 'stop', `finish_reason ${finish}`);
+    checkPerson(text, 'stream');
+  });
+
+  for (const [name, toolChoice] of [['required', 'required'], ['named', { type: 'function', function: { name: 'get_weather' } }]]) {
+    await check(`chat tool call (tool_choice ${name})`, async () => {
+      const r = await client.chat.completions.create({
+        model, messages: weatherMessages, max_tokens: 200, temperature: 1, seed: 11,
+        tools: [weatherTool, timeTool], tool_choice: toolChoice,
+      });
+      const c = r.choices[0];
+      assert(c.finish_reason === 'tool_calls', `finish_reason ${c.finish_reason}: ${JSON.stringify(c.message)}`);
+      const calls = c.message.tool_calls;
+      assert(Array.isArray(calls) && calls.length >= 1, `tool_calls ${JSON.stringify(calls)}`);
+      for (const call of calls) {
+        assert(call.type === 'function' && /^call_/.test(call.id), `call ${JSON.stringify(call)}`);
+        if (name === 'named') assert(call.function.name === 'get_weather', `named choice called ${call.function.name}`);
+        if (call.function.name === 'get_weather') checkWeatherArgs(call.function.arguments, 'call');
+        else assert(call.function.name === 'get_time' && call.function.arguments.replace(/\s/g, '') === '{}', `call ${JSON.stringify(call)}`);
+      }
+      return `${calls[0].function.name} ${calls[0].function.arguments}`;
+    });
+  }
+
+  await check('chat tool call streamed (assembled from deltas)', async () => {
+    const req = { model, messages: weatherMessages, max_tokens: 200, temperature: 1, seed: 12, tools: [weatherTool], tool_choice: 'required' };
+    const stream = await client.chat.completions.create({ ...req, stream: true });
+    const calls = [];
+    let finish = null;
+    let fragments = 0;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        for (const d of c.delta.tool_calls ?? []) {
+          if (!calls[d.index]) {
+            assert(d.id && d.function?.name, `first delta of call ${d.index} lacks id or name: ${JSON.stringify(d)}`);
+            calls[d.index] = { id: d.id, name: d.function.name, arguments: '' };
+          } else {
+            assert(!d.function?.name, `name sent twice: ${JSON.stringify(d)}`);
+          }
+          calls[d.index].arguments += d.function?.arguments ?? '';
+          fragments++;
+        }
+        if (c.finish_reason) finish = c.finish_reason;
+      }
+    }
+    assert(finish === 'tool_calls', `finish_reason ${finish}`);
+    assert(calls.length >= 1 && calls[0].name === 'get_weather', `calls ${JSON.stringify(calls)}`);
+    checkWeatherArgs(calls[0].arguments, 'streamed call');
+    assert(fragments >= 2, `arguments came in ${fragments} delta(s), want them streamed`);
+    const whole = await client.chat.completions.create(req);
+    assert(whole.choices[0].message.tool_calls[0].function.arguments === calls[0].arguments,
+      `collected ${whole.choices[0].message.tool_calls[0].function.arguments} != streamed ${calls[0].arguments}`);
+    return `${fragments} deltas`;
+  });
+
+  await check('chat tool result in history is accepted', async () => {
+    const r = await client.chat.completions.create({
+      model, max_tokens: 8, temperature: 0, tools: [weatherTool],
+      messages: [...weatherMessages,
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"celsius"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 21}' }],
+    });
+    assert(r.choices.length === 1 && r.usage.prompt_tokens > 20, `shape ${JSON.stringify(r)}`);
+  });
+}
+
+if (chatAvailable && reasoning) {
+  await check('chat reasoning_content', async () => {
+    const req = { model, messages: [{ role: 'user', content: 'Think, then answer.' }], max_tokens: 16, temperature: 0 };
+    const r = await client.chat.completions.create(req);
+    const m = r.choices[0].message;
+    assert(typeof m.reasoning_content === 'string' && m.reasoning_content.length > 0, `no reasoning_content: ${JSON.stringify(m)}`);
+    assert(!(m.content ?? '').includes('<think>') && !(m.content ?? '').includes('</think>'), `tags in content: ${JSON.stringify(m.content)}`);
+    const stream = await client.chat.completions.create({ ...req, stream: true });
+    let thought = '';
+    let text = '';
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        thought += c.delta.reasoning_content ?? '';
+        text += c.delta.content ?? '';
+      }
+    }
+    assert(thought === m.reasoning_content && text === (m.content ?? ''), `stream (${JSON.stringify(thought)}, ${JSON.stringify(text)}) != collected ${JSON.stringify(m)}`);
+    return JSON.stringify(m.reasoning_content.slice(0, 40));
   });
 }
 
