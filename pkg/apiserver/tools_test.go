@@ -36,7 +36,6 @@ func qwen3Tokenizer(t testing.TB) *tokenizer.Tokenizer {
 	return qwenTok
 }
 
-
 func startQwen(t *testing.T, reply string, opts apiserver.Options) *testServer {
 	t.Helper()
 	tok := qwen3Tokenizer(t)
