@@ -104,7 +104,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		return nil, invalidValue("messages", "the chat template could not render these messages: %v", err)
 	}
 	text = s.finishChatPrompt(text, req)
-	if e := s.checkConstraint(req.constraint); e != nil {
+	if e := s.checkConstraint(req.constraint, &req.params); e != nil {
 		return nil, e
 	}
 	if e := s.checkPromptChars(text, "messages"); e != nil {

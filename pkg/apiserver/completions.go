@@ -73,7 +73,7 @@ func (s *Server) parseCompletion(body []byte) (*completionRequest, *apiError) {
 	if e := s.completionPrompts(raw, req); e != nil {
 		return nil, e
 	}
-	if e := s.checkConstraint(req.constraint); e != nil {
+	if e := s.checkConstraint(req.constraint, &req.params); e != nil {
 		return nil, e
 	}
 	if req.stream && len(req.prompts) > 1 {

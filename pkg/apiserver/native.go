@@ -130,7 +130,7 @@ func (s *Server) parseNative(body []byte) (*nativeRequest, *apiError) {
 	if e := s.applyLengthRule(len(prompt), &p, "max_new_tokens", "inputs"); e != nil {
 		return nil, e
 	}
-	if e := s.checkConstraint(req.group.Constraint); e != nil {
+	if e := s.checkConstraint(req.group.Constraint, &p); e != nil {
 		return nil, e
 	}
 	req.group.Prompt, req.group.Params = prompt, p

@@ -74,7 +74,7 @@ func scriptedReply(g *apiserver.Group, seq int) string {
 	switch c := g.Constraint; {
 	case c == nil:
 		return "<think>\nThe user wants a story.\n</think>\n\n" + fakebackend.DefaultReply(g, seq)
-	case strings.Contains(c.Spec.Text, "get_weather"):
+	case strings.Contains(c.Grammar.Text, "get_weather"):
 		return `{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}` + "\n</tool_call>"
 	default:
 		return `{"name": "Ann", "age": 30, "tags": ["a", "c"]}`

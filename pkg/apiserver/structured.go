@@ -3,27 +3,20 @@ package apiserver
 import (
 	"encoding/json"
 
+	"github.com/lightllm-go/lightllm/pkg/constrain"
 	"github.com/lightllm-go/lightllm/pkg/grammar"
 )
 
-// Constraint restricts what a request's answer may be: the tokens infer
-// samples are masked to those the grammar allows. It applies to the answer
-// only: Trigger and the thinking rules say where the answer starts.
+// Constraint restricts what a request's answer may be: infer masks the
+// tokens it samples to those the grammar allows (pkg/constrain). It applies
+// to the answer only: Trigger and the thinking flags say where that starts.
 type Constraint struct {
-	Spec grammar.Spec
-	// Trigger: constraining starts after this text has been generated
-	// (auto tool calls: the format's call tag); "" starts at once.
-	Trigger string
-	// ThinkOpen: the prompt opened a thinking block, so constraining starts
-	// after "</think>".
-	ThinkOpen bool
-	// ThinkOptional: the model may open a thinking block first (Qwen3 with
-	// thinking on): "<think>" is allowed as the first token, and then
-	// constraining starts after "</think>".
-	ThinkOptional bool
+	constrain.Spec
 
 	param string // the request field it came from, for errors
 }
+
+func newConstraint(g grammar.Spec) *Constraint { return &Constraint{Spec: constrain.Spec{Grammar: g}} }
 
 // structuredFields are the constraint fields both OpenAI endpoints take
 // besides response_format: vLLM's extra parameters.
@@ -51,10 +44,10 @@ func openAIConstraint(o *object) *Constraint {
 	}
 	set("guided_json", guidedJSON(o, "guided_json"))
 	if v := o.str("guided_regex"); v != nil {
-		set("guided_regex", &Constraint{Spec: grammar.Spec{Kind: grammar.KindRegex, Text: *v}})
+		set("guided_regex", newConstraint(grammar.Spec{Kind: grammar.KindRegex, Text: *v}))
 	}
 	if v := o.str("guided_grammar"); v != nil {
-		set("guided_grammar", &Constraint{Spec: grammar.Spec{Kind: grammar.KindGBNF, Text: *v}})
+		set("guided_grammar", newConstraint(grammar.Spec{Kind: grammar.KindGBNF, Text: *v}))
 	}
 	set("guided_choice", guidedChoice(o, "guided_choice"))
 	// vLLM picks its backend with this; there is one engine here, and every
@@ -82,7 +75,7 @@ func responseFormat(rf *object) *Constraint {
 		return nil
 	case "json_object":
 		rf.rejectUnknown(setOf("type"))
-		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONObject}}
+		return newConstraint(grammar.Spec{Kind: grammar.KindJSONObject})
 	case "json_schema":
 		rf.rejectUnknown(setOf("type", "json_schema"))
 		js := rf.child("json_schema")
@@ -117,7 +110,7 @@ func responseFormat(rf *object) *Constraint {
 			rf.fail(js.err)
 			return nil
 		}
-		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(schema)}}
+		return newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(schema)})
 	}
 	rf.fail(invalidValue("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got %q", *t))
 	return nil
@@ -132,7 +125,7 @@ func guidedJSON(o *object, k string) *Constraint {
 	}
 	switch jsonKind(raw) {
 	case "an object":
-		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(raw)}}
+		return newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: string(raw)})
 	case "a string":
 		s, e := decodeString(raw, o.name(k))
 		if e != nil {
@@ -146,7 +139,7 @@ func guidedJSON(o *object, k string) *Constraint {
 			o.fail(badRequest(codeInvalidJSON, o.name(k), "'%s' must be a JSON Schema object (or a string holding one)", o.name(k)))
 			return nil
 		}
-		return &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: s}}
+		return newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: s})
 	}
 	o.typeError(k, "a JSON Schema object or a string holding one", raw)
 	return nil
@@ -171,7 +164,7 @@ func guidedChoice(o *object, k string) *Constraint {
 		}
 		alts[i] = s
 	}
-	return &Constraint{Spec: grammar.Spec{Kind: grammar.KindChoice, Choices: alts}}
+	return newConstraint(grammar.Spec{Kind: grammar.KindChoice, Choices: alts})
 }
 
 // nativeConstraint reads LightLLM's regular_constraint, guided_grammar and
@@ -185,9 +178,9 @@ func nativeConstraint(o *object) *Constraint {
 			nc = guidedJSON(o, k)
 		default:
 			if v := o.str(k); v != nil && *v != "" {
-				nc = &Constraint{Spec: grammar.Spec{Kind: grammar.KindRegex, Text: *v}}
+				nc = newConstraint(grammar.Spec{Kind: grammar.KindRegex, Text: *v})
 				if k == "guided_grammar" {
-					nc.Spec.Kind = grammar.KindGBNF
+					nc.Grammar.Kind = grammar.KindGBNF
 				}
 			}
 		}
@@ -206,13 +199,21 @@ func nativeConstraint(o *object) *Constraint {
 
 // checkConstraint refuses a constraint the grammar engine cannot enforce
 // (a 400 naming the field and what it cannot do).
-func (s *Server) checkConstraint(c *Constraint) *apiError {
+func (s *Server) checkConstraint(c *Constraint, p *SamplingParams) *apiError {
 	if c == nil {
 		return nil
 	}
 	param := c.param
 	if param == "" {
 		param = "tools"
+	}
+	// The grammar ends the answer with EOS: a request that forbids or
+	// delays EOS could be left with no token to sample.
+	switch {
+	case p.IgnoreEOS:
+		return invalidValue("ignore_eos", "'ignore_eos' cannot be combined with '%s': the constraint ends the answer with EOS", param)
+	case p.MinNewTokens > 1:
+		return invalidValue("min_tokens", "a minimum number of new tokens cannot be combined with '%s': the constraint decides where the answer ends", param)
 	}
 	if s.opts.CheckConstraint == nil {
 		return unsupported(param, "'%s' needs constrained decoding, which this server was started without", param)
@@ -228,7 +229,7 @@ func (s *Server) checkConstraint(c *Constraint) *apiError {
 // ready when infer asks the same cache, in the same process, for it).
 func GrammarCheck(cache *grammar.Cache, opts grammar.Options) func(*Constraint) error {
 	return func(c *Constraint) error {
-		_, err := cache.Compile(c.Spec, opts)
+		_, err := cache.Compile(c.Grammar, opts)
 		return err
 	}
 }

@@ -353,10 +353,10 @@ func (s *Server) applyTools(tr *toolRequest, req *chatRequest, msgs *[]chattmpl.
 	switch {
 	case tr.forced():
 		req.output.inCall = true
-		req.constraint = &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, true)}}
+		req.constraint = newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, true)})
 	case tr.anyStrict() && chatout.ToolTrigger(parser) != "":
-		req.constraint = &Constraint{Spec: grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, false)},
-			Trigger: chatout.ToolTrigger(parser)}
+		req.constraint = newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, false)})
+		req.constraint.Trigger = chatout.ToolTrigger(parser)
 	}
 	req.tools = tr
 	return nil

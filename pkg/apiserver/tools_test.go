@@ -199,12 +199,12 @@ func TestForcedToolCall(t *testing.T) {
 			t.Fatalf("prompt does not end with the trigger: %q", rendered)
 		}
 		c := g.Constraint
-		if c == nil || c.Spec.Kind != grammar.KindJSONSchema || c.Trigger != "" || !json.Valid([]byte(c.Spec.Text)) ||
-			!strings.Contains(c.Spec.Text, `"const": "get_weather"`) || !strings.Contains(c.Spec.Text, `"required":["city"]`) {
+		if c == nil || c.Grammar.Kind != grammar.KindJSONSchema || c.Trigger != "" || !json.Valid([]byte(c.Grammar.Text)) ||
+			!strings.Contains(c.Grammar.Text, `"const": "get_weather"`) || !strings.Contains(c.Grammar.Text, `"required":["city"]`) {
 			t.Fatalf("constraint %+v", c)
 		}
-		if named := strings.Contains(choice, "function"); strings.Contains(c.Spec.Text, `"noop"`) == named {
-			t.Fatalf("choice %s: constraint %s", choice, c.Spec.Text)
+		if named := strings.Contains(choice, "function"); strings.Contains(c.Grammar.Text, `"noop"`) == named {
+			t.Fatalf("choice %s: constraint %s", choice, c.Grammar.Text)
 		}
 	}
 }
@@ -271,7 +271,7 @@ func TestConstraintFields(t *testing.T) {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			c := ts.be.Submitted()[0].Constraint
-			if c == nil || !reflect.DeepEqual(c.Spec, tc.spec) {
+			if c == nil || !reflect.DeepEqual(c.Grammar, tc.spec) {
 				t.Fatalf("constraint %+v", c)
 			}
 			off := startWith(t, apiserver.Options{}, fakebackend.New(ts.tok, fakebackend.Options{}), ts.tok)
@@ -295,5 +295,23 @@ func TestConstraintRefused(t *testing.T) {
 		`{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{"^a":{}}}}}]}`)
 	if r.status != 400 || !strings.Contains(string(r.body), "patternProperties") || !strings.Contains(string(r.body), `"param":"tools"`) {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// TestToolsWithoutFormat: a template with no known call format refuses
+// tools by name unless the server names a parser.
+func TestToolsWithoutFormat(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"Hi"}],"tools":[` + weatherTool + `]}`
+	ts := startServer(t, apiserver.Options{ChatTemplate: chatML}, fakebackend.Options{})
+	if r := ts.post(t, "/v1/chat/completions", body); r.status != 400 || !strings.Contains(string(r.body), `"param":"tools"`) {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	ts = startServer(t, apiserver.Options{ChatTemplate: chatML, ToolCallParser: "hermes"}, fakebackend.Options{})
+	if r := ts.post(t, "/v1/chat/completions", body); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	// chatML does not render tools: a system message describes them.
+	if p := ts.tok.Decode(ts.be.Submitted()[0].Prompt, false); !strings.Contains(p, "get_weather") || !strings.Contains(p, "<tool_call>") {
+		t.Fatalf("prompt %q", p)
 	}
 }
