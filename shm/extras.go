@@ -30,6 +30,10 @@ type Extras struct {
 	// StopStrings end the request when the decoded text contains one
 	// (detokenizer). Payload: count u32, then per string len u32 | bytes.
 	StopStrings []string
+	// Constraint is the request's structured-output constraint (#18), as
+	// pkg/constrain encodes it (JSON); infer turns it into the request's
+	// logits processor. Payload: the bytes.
+	Constraint []byte
 }
 
 // ExtraKind names one section of Extras.
@@ -38,13 +42,15 @@ type ExtraKind uint16
 const (
 	// ExtraStopStrings is Extras.StopStrings.
 	ExtraStopStrings ExtraKind = 1
+	// ExtraConstraint is Extras.Constraint.
+	ExtraConstraint ExtraKind = 3
 )
 
 // extrasAlign is the pool's allocation unit (and each section's offset alignment).
 const extrasAlign = 64
 
 // Empty reports whether there is nothing to store.
-func (x *Extras) Empty() bool { return len(x.StopStrings) == 0 }
+func (x *Extras) Empty() bool { return len(x.StopStrings) == 0 && len(x.Constraint) == 0 }
 
 // encode returns the sections of x (nil when empty).
 func (x *Extras) encode() []byte {
@@ -65,6 +71,9 @@ func (x *Extras) encode() []byte {
 			p = append(p, s...)
 		}
 		section(ExtraStopStrings, p)
+	}
+	if len(x.Constraint) > 0 {
+		section(ExtraConstraint, x.Constraint)
 	}
 	return b
 }
@@ -117,6 +126,11 @@ func decodeExtras(b []byte) (Extras, error) {
 			if len(payload) != 0 {
 				return bad("stop strings: %d bytes after the last string", len(payload))
 			}
+		case ExtraConstraint:
+			if len(payload) == 0 {
+				return bad("empty constraint")
+			}
+			x.Constraint = append([]byte(nil), payload...)
 		default:
 			return bad("unknown section kind %d", k)
 		}

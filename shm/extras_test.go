@@ -11,9 +11,11 @@ func TestExtrasRoundTrip(t *testing.T) {
 	r := newTestRegion(t, smallSizes)
 	big := strings.Repeat("x", 100<<10) // a 100 KB string: no small cap
 	for name, x := range map[string]Extras{
-		"none":         {},
-		"stop strings": {StopStrings: []string{"\n\n", "User:", "é"}},
-		"one 100 KB":   {StopStrings: []string{big}},
+		"none":          {},
+		"stop strings":  {StopStrings: []string{"\n\n", "User:", "é"}},
+		"one 100 KB":    {StopStrings: []string{big}},
+		"constraint":    {StopStrings: []string{"x"}, Constraint: []byte(`{"grammar":{"Kind":"regex","Text":"a+"}}`)},
+		"100 KB schema": {Constraint: []byte(big)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, gen, err := r.Alloc(1)

@@ -67,9 +67,13 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer mc.Close()
-	w, err := NewWorker(region, ex, WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
+	opts := WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
 		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log,
-		Hooks: TestHooksFromEnv(cfg.RunDir, log)})
+		Hooks: TestHooksFromEnv(cfg.RunDir, log)}
+	if e, ok := ex.(*engine.Engine); ok {
+		opts.Constraint = newConstraints(cfg.ModelDir, e.ModelConfig()).processor
+	}
+	w, err := NewWorker(region, ex, opts)
 	if err != nil {
 		return err
 	}
@@ -94,6 +98,10 @@ type WorkerOptions struct {
 	// the default, is off.
 	Hooks *TestHooks
 	Log   zerolog.Logger
+	// Constraint builds the logits processor of a request whose extras
+	// carry a structured-output constraint (pkg/constrain); nil fails such
+	// requests.
+	Constraint func(spec []byte) (func() (engine.LogitsProcessor, error), error)
 }
 
 // Worker connects an Executor to the shm region. Its methods other than
@@ -346,6 +354,23 @@ func (w *Worker) start(index int, gen uint32) {
 	// here as req.NewProcessor from s.ExtrasFor(gen): the engine rebuilds
 	// it by replay after a restart or an eviction (docs/contracts.md).
 	req := engine.Request{ID: id, Prompt: slices.Clone(prompt), AlreadyGenerated: slices.Clone(outs), Params: s.Params()}
+	if s.ExtrasLen.Load() > 0 {
+		x, err := s.ExtrasFor(gen)
+		if err != nil {
+			end(shm.FinishError, "bad extras", err)
+			return
+		}
+		if len(x.Constraint) > 0 {
+			if w.o.Constraint == nil {
+				end(shm.FinishError, "constrained request", errors.New("this infer has no grammar engine"))
+				return
+			}
+			if req.NewProcessor, err = w.o.Constraint(x.Constraint); err != nil {
+				end(shm.FinishError, "constraint", err)
+				return
+			}
+		}
+	}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {
 			// The last published token already ended it (the previous infer

@@ -222,10 +222,9 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	if g.N < 1 || g.N > apiserver.MaxBestOf {
 		return nil, fmt.Errorf("%w: n=%d, want 1..%d", apiserver.ErrInvalidRequest, g.N, apiserver.MaxBestOf)
 	}
+	var constraint []byte
 	if g.Constraint != nil {
-		// The request slots carry no grammar yet: refuse rather than run
-		// the request unconstrained.
-		return nil, fmt.Errorf("%w: constrained decoding is not available in this server's infer role", apiserver.ErrInvalidRequest)
+		constraint = g.Constraint.Spec.Marshal() // infer builds the logits processor from it
 	}
 	params, stops, err := b.slotParams(&g.Params)
 	if err != nil {
@@ -254,7 +253,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			p.Seed = rand.Int64N(math.MaxInt64)
 		}
 		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt,
-			Extras: shm.Extras{StopStrings: stops}}
+			Extras: shm.Extras{StopStrings: stops, Constraint: constraint}}
 		if err := s.Fill(gen, req); err != nil {
 			switch {
 			case errors.Is(err, shm.ErrTooLong):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/config"
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/model"
@@ -63,9 +64,12 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	srv, err := apiserver.New(apiserver.Options{
-		ChatTemplate:      chatTemplate,
-		ToolCallParser:    cfg.ToolCallParser,
-		ReasoningParser:   cfg.ReasoningParser,
+		ChatTemplate:    chatTemplate,
+		ToolCallParser:  cfg.ToolCallParser,
+		ReasoningParser: cfg.ReasoningParser,
+		// Infer compiles the same spec with the same options; compiling here
+		// refuses what cannot be enforced before a slot is taken.
+		CheckConstraint:   apiserver.GrammarCheck(grammar.NewCache(256), grammar.Options{}),
 		ModelName:         cfg.ModelName,
 		ServedModelNames:  cfg.ServedModelName,
 		APIKeys:           cfg.APIKeys(),

@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// genTokenizerModel writes a random-weight model that carries a real
+// tokenizer and its chat template (gen-model --tokenizer), untied so that
+// sampling at temperature 1 spreads over the whole vocabulary.
+func genTokenizerModel(t *testing.T, bin, tokenizer string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), tokenizer)
+	src := filepath.Join(modelsDir(t), "..", "fixtures", "tokenizers", tokenizer)
+	args := []string{"gen-model", "--tokenizer", src, "--hf_out", dir, "--hidden", "64", "--heads", "4",
+		"--ffn", "128", "--layers", "1", "--dtype", "f16", "--seed", "3"}
+	if out, err := exec.Command(filepath.Join(bin, "lightllm"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("lightllm %v: %v\n%s", args, err, out)
+	}
+	return dir
+}
+
+// corpusSchemas are the grammar engine's realistic schemas
+// (pkg/grammar/testdata/schemas), by name.
+func corpusSchemas(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "pkg", "grammar", "testdata", "schemas", "*.json"))
+	if err != nil || len(files) < 20 {
+		t.Fatalf("schema corpus: %d files, %v", len(files), err)
+	}
+	out := map[string]json.RawMessage{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = b
+	}
+	return out
+}
+
+func compileSchema(t *testing.T, name string, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(name+".json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(name + ".json")
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return s
+}
+
+// validates parses text as JSON and checks it against s.
+func validates(s *jsonschema.Schema, text string) error {
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return s.Validate(v)
+}
+
+type chatAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+func postChat(base string, body map[string]any) (chatAnswer, error) {
+	var a chatAnswer
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	var raw bytes.Buffer
+	if _, err := raw.ReadFrom(resp.Body); err != nil {
+		return a, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return a, fmt.Errorf("%d %s", resp.StatusCode, raw.Bytes())
+	}
+	if err := json.Unmarshal(raw.Bytes(), &a); err != nil || len(a.Choices) != 1 {
+		return a, fmt.Errorf("answer %s: %v", raw.Bytes(), err)
+	}
+	return a, nil
+}
+
+// parallel runs fn(i) for i < n, at most width at a time.
+func parallel(n, width int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, width)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// TestStructuredOutput: a random-weight model with the Llama-3 tokenizer
+// (128k tokens) sampled at temperature 1 answers every schema of the
+// corpus with JSON that validates whenever it stops by itself, and calls
+// tools with arguments that validate; the official OpenAI Node client gets
+// the same. The grammar does all the work: the model knows nothing.
+func TestStructuredOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds and launches the server")
+	}
+	bin := buildBinaries(t)
+	model := genTokenizerModel(t, bin, "llama3")
+	s := launch(t, bin, model, "--running_max_req_size", "16")
+	schemas := corpusSchemas(t)
+	names := make([]string, 0, len(schemas))
+	for n := range schemas {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	t.Run("response_format", func(t *testing.T) {
+		type result struct {
+			finish string
+			tokens int
+			err    error
+		}
+		res := make([]result, len(names))
+		parallel(len(names), 16, func(i int) {
+			name := names[i]
+			a, err := postChat(s.base, map[string]any{"model": "m", "temperature": 1, "seed": i, "max_tokens": 1024,
+				"messages":        []map[string]any{{"role": "user", "content": "Answer in JSON."}},
+				"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "strict": true, "schema": schemas[name]}}})
+			if err != nil {
+				res[i].err = err
+				return
+			}
+			c := a.Choices[0]
+			res[i] = result{finish: c.FinishReason, tokens: a.Usage.CompletionTokens}
+			if c.FinishReason == "stop" {
+				if err := validates(compileSchema(t, name, schemas[name]), *c.Message.Content); err != nil {
+					res[i].err = fmt.Errorf("stopped with an invalid answer %q: %w", *c.Message.Content, err)
+				}
+			}
+		})
+		stops := 0
+		for i, r := range res {
+			if r.err != nil {
+				t.Errorf("%s: %v", names[i], r.err)
+			}
+			if r.finish == "stop" {
+				stops++
+			}
+			t.Logf("%-28s %-6s %4d tokens", names[i], r.finish, r.tokens)
+		}
+		t.Logf("%d/%d stopped within 1024 tokens (%.1f%%)", stops, len(res), 100*float64(stops)/float64(len(res)))
+		if float64(stops) < 0.95*float64(len(res)) {
+			t.Errorf("only %d/%d answers ended with stop within 1024 tokens, want >= 95%%", stops, len(res))
+		}
+	})
+
+	t.Run("tools", func(t *testing.T) {
+		var tools []map[string]any
+		params := map[string]*jsonschema.Schema{}
+		for _, n := range names {
+			if strings.HasPrefix(n, "tool_") {
+				fn := strings.TrimPrefix(n, "tool_")
+				tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": fn, "parameters": schemas[n]}})
+				params[fn] = compileSchema(t, n, schemas[n])
+			}
+		}
+		if len(tools) < 4 {
+			t.Fatalf("%d tool schemas in the corpus", len(tools))
+		}
+		choices := []any{"required"}
+		for _, tl := range tools {
+			choices = append(choices, map[string]any{"type": "function", "function": map[string]any{"name": tl["function"].(map[string]any)["name"]}})
+		}
+		errs := make([]error, len(choices))
+		parallel(len(choices), 16, func(i int) {
+			a, err := postChat(s.base, map[string]any{"model": "m", "temperature": 1, "seed": 100 + i, "max_tokens": 1024,
+				"messages": []map[string]any{{"role": "user", "content": "Use a tool."}}, "tools": tools, "tool_choice": choices[i]})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			c := a.Choices[0]
+			if c.FinishReason == "length" {
+				return // cut short: nothing to validate
+			}
+			if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 {
+				errs[i] = fmt.Errorf("finish %q, calls %+v", c.FinishReason, c.Message.ToolCalls)
+				return
+			}
+			call := c.Message.ToolCalls[0]
+			if m, ok := choices[i].(map[string]any); ok && call.Function.Name != m["function"].(map[string]any)["name"] {
+				errs[i] = fmt.Errorf("named choice %v called %s", m, call.Function.Name)
+				return
+			}
+			sch, ok := params[call.Function.Name]
+			if !ok {
+				errs[i] = fmt.Errorf("called unknown function %q", call.Function.Name)
+				return
+			}
+			if err := validates(sch, call.Function.Arguments); err != nil {
+				errs[i] = fmt.Errorf("%s arguments %s: %w", call.Function.Name, call.Function.Arguments, err)
+			}
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("tool_choice %v: %v", choices[i], err)
+			}
+		}
+	})
+
+	t.Run("openai node client", func(t *testing.T) {
+		runOpenAIClientCheck(t, s.base, "--require-chat", "--structured")
+	})
+}
