@@ -337,16 +337,3 @@ func (r *Region) Destroy() error {
 	}
 	return cerr
 }
-
-// RemoveInstance deletes an instance directory without attaching, for
-// cleaning up after a launcher that died before calling Destroy.
-func RemoveInstance(baseDir, instance string) error {
-	dir, err := InstanceDir(baseDir, instance)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("shm remove %s: %w", dir, err)
-	}
-	return nil
-}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -186,11 +185,6 @@ func (r *run) completionTokens() int {
 		n += t
 	}
 	return n
-}
-
-// clientGone reports an error that means the client disconnected.
-func clientGone(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // sseWriter writes Server-Sent Events. LightLLM's native stream writes

@@ -125,16 +125,6 @@ func (t GGMLType) BlockSize() uint64 { return ggmlTraits[t].blockSize }
 // TypeSize is the number of bytes per block.
 func (t GGMLType) TypeSize() uint64 { return ggmlTraits[t].typeSize }
 
-// ParseGGMLType maps a lower-case name such as "q8_0" or "f16" to its type.
-func ParseGGMLType(name string) (GGMLType, bool) {
-	for t, tr := range ggmlTraits {
-		if tr.name == name {
-			return t, true
-		}
-	}
-	return 0, false
-}
-
 // RowBytes is the byte size of n elements of type t, or an error when n is
 // not a whole number of blocks.
 func (t GGMLType) RowBytes(n uint64) (uint64, error) {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// BenchmarkPushPullRoundTrip: a NewGroup over one PUSH→PULL pipe and a Wake
+// BenchmarkPushPullRoundTrip: a NewGroup over one PUSH→PULL pipe and a Metric
 // back over a second one, as an echo server would; ns/op is one round
 // trip through zmq4 over ipc:// sockets.
 func BenchmarkPushPullRoundTrip(b *testing.B) {
@@ -34,7 +34,7 @@ func BenchmarkPushPullRoundTrip(b *testing.B) {
 			if _, err := pullThere.Recv(ctx); err != nil {
 				return
 			}
-			if err := pushBack.Send(ctx, &Wake{}); err != nil {
+			if err := pushBack.Send(ctx, &Metric{Kind: GaugeSet, Name: "x"}); err != nil {
 				return
 			}
 		}

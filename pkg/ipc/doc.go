@@ -6,9 +6,8 @@
 //
 // The package exists to work around zmq4's measured faults:
 //   - it never reconnects after the peer restarts: Pusher re-creates and
-//     re-dials its socket on a send error (unlimited retries, backoff), and
-//     Subscriber does the same when its publisher goes away; zmq4's
-//     WithAutomaticReconnect is never used (it deadlocks);
+//     re-dials its socket on a send error (unlimited retries, backoff);
+//     zmq4's WithAutomaticReconnect is never used (it deadlocks);
 //   - Recv returns io.EOF on every peer disconnect: Puller counts it and
 //     keeps receiving;
 //   - a socket file left by a killed process blocks Listen: it is removed
@@ -19,8 +18,7 @@
 //
 // Channels (DESIGN.md §3): apiserver → router and router → detokenizer are
 // Pusher → Puller; every role → metric is OptionalPusher → Puller (never
-// blocks the sender; drops and counts while metric is down); detokenizer →
-// apiserver wake-ups are Publisher → Subscriber.
+// blocks the sender; drops and counts while metric is down).
 //
 // Example, the apiserver side:
 //
@@ -29,14 +27,6 @@
 //	defer toRouter.Close()
 //	err := toRouter.Send(ctx, &ipc.NewGroup{GroupID: gid, Arrival: t0,
 //		Slots: []ipc.SlotRef{{Index: uint32(slot.Index), Gen: gen}}})
-//
-//	wakeEP, _ := ipc.Endpoint(runDir, ipc.SockAPIWake)
-//	wake, _ := ipc.NewSubscriber(wakeEP, ipc.Options{Logger: log})
-//	for {
-//		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-//		wake.Recv(wctx) // a wake-up or a timeout: scan the text queues either way
-//		cancel()
-//	}
 //
 // and the router side:
 //

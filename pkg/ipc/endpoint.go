@@ -16,11 +16,9 @@ const maxSocketPath = 107
 
 // Well-known socket names in an instance's run directory (DESIGN.md §3).
 const (
-	SockRouter      = "router.sock"     // PULL, router binds; apiserver pushes new groups
-	SockDetokenizer = "detok.sock"      // PULL, detokenizer binds; router forwards groups
-	SockAPIWake     = "api-wake.sock"   // PUB, detokenizer binds; apiserver subscribes
-	SockMetric      = "metric.sock"     // PULL, metric binds; every role pushes (optional peer)
-	SockSupervisor  = "supervisor.sock" // PULL, supervisor binds; roles push Control
+	SockRouter      = "router.sock" // PULL, router binds; apiserver pushes new groups
+	SockDetokenizer = "detok.sock"  // PULL, detokenizer binds; router forwards groups
+	SockMetric      = "metric.sock" // PULL, metric binds; every role pushes (optional peer)
 )
 
 // Endpoint returns the ipc:// endpoint of socket name in runDir, checking

@@ -188,14 +188,14 @@ func TestPusherContextAndClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := push.Send(ctx, &Wake{}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := push.Send(ctx, group(1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Send with no peer: %v", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Send ignored its deadline for %v", d)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- push.Send(context.Background(), &Wake{}) }()
+	go func() { errc <- push.Send(context.Background(), group(2)) }()
 	time.Sleep(30 * time.Millisecond)
 	push.Close()
 	select {
@@ -268,7 +268,7 @@ func TestStaleSocket(t *testing.T) {
 	// A regular file is never removed.
 	file := filepath.Join(dir, "file.sock")
 	os.WriteFile(file, []byte("x"), 0o600)
-	if _, err := NewPublisher("ipc://"+file, Options{}); err == nil {
+	if _, err := NewPuller("ipc://"+file, Options{}); err == nil {
 		t.Fatal("bound over a regular file")
 	}
 	if _, err := os.Stat(file); err != nil {
@@ -338,56 +338,6 @@ func TestOptionalPusher(t *testing.T) {
 	}
 }
 
-// TestPubSubRestart: the subscriber re-dials when the publisher restarts
-// (a detokenizer restart) and receives its wake-ups again.
-func TestPubSubRestart(t *testing.T) {
-	ep := endpoint(t, "wake.sock")
-	sub, err := NewSubscriber(ep, fastRetry) // before the publisher exists
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	ctx := testCtx(t)
-	for round := range uint64(3) {
-		pub, err := NewPublisher(ep, Options{})
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		// PUB/SUB drops until the subscription is in place: publish until
-		// one arrives.
-		for {
-			if err := pub.Publish(&Wake{Seq: round}); err != nil {
-				t.Fatal(err)
-			}
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-			m, err := sub.Recv(rctx)
-			cancel()
-			if err == nil {
-				if w, ok := m.(*Wake); !ok || w.Seq != round {
-					t.Fatalf("round %d got %#v", round, m)
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("round %d: no wake-up arrived", round)
-			}
-		}
-		// Drain duplicates of this round before restarting.
-		for {
-			if _, ok, _ := sub.TryRecv(); !ok {
-				break
-			}
-		}
-		pub.Close()
-		if err := pub.Publish(&Wake{}); !errors.Is(err, ErrClosed) {
-			t.Fatalf("publish after close: %v", err)
-		}
-	}
-	if _, _, connects := sub.Stats(); connects < 3 {
-		t.Fatalf("%d connects, want 3", connects)
-	}
-}
-
 func TestBadFrameKeepsPuller(t *testing.T) {
 	ep := endpoint(t, "bad.sock")
 	pull, err := NewPuller(ep, Options{})
@@ -404,13 +354,13 @@ func TestBadFrameKeepsPuller(t *testing.T) {
 	if err := sendOrClose(ctx, sock, []byte{0xee, 1, 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sendOrClose(ctx, sock, Encode(&Wake{Seq: 9})); err != nil {
+	if err := sendOrClose(ctx, sock, Encode(group(9))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pull.Recv(ctx); !errors.Is(err, ErrBadMessage) {
 		t.Fatalf("bad frame: %v", err)
 	}
-	if m, err := pull.Recv(ctx); err != nil || m.(*Wake).Seq != 9 {
+	if m, err := pull.Recv(ctx); err != nil || m.(*NewGroup).GroupID != 9 {
 		t.Fatalf("after a bad frame: %#v %v", m, err)
 	}
 	pull.Close()

@@ -20,8 +20,6 @@ type Type uint8
 const (
 	TypeNewGroup Type = iota + 1 // apiserver → router, router → detokenizer
 	TypeMetric                   // every role → metric
-	TypeWake                     // detokenizer → apiserver (PUB/SUB)
-	TypeControl                  // role → supervisor
 	numTypes
 )
 
@@ -40,7 +38,7 @@ const (
 // ErrBadMessage wraps every Decode error.
 var ErrBadMessage = errors.New("ipc: bad message")
 
-// Message is one of *NewGroup, *Metric, *Wake, *Control.
+// Message is one of *NewGroup, *Metric.
 type Message interface {
 	Type() Type
 	appendTo(b []byte) []byte
@@ -82,33 +80,8 @@ type Metric struct {
 	Value  float64
 }
 
-// Wake tells the apiserver that text was queued in shm; it carries no data
-// (the text is in the per-slot queues). Seq is the sender's pass counter,
-// useful in logs.
-type Wake struct{ Seq uint64 }
-
-// ControlKind is a role → supervisor notification.
-type ControlKind uint8
-
-const (
-	ControlReady     ControlKind = iota + 1 // sockets bound, shm attached
-	ControlHeartbeat                        // alive and making progress
-	ControlStopping                         // exiting on purpose; Detail says why
-)
-
-// Control is a role's report to the supervisor.
-type Control struct {
-	Kind   ControlKind
-	Role   string
-	Pid    uint32
-	Epoch  uint32
-	Detail string
-}
-
 func (*NewGroup) Type() Type { return TypeNewGroup }
 func (*Metric) Type() Type   { return TypeMetric }
-func (*Wake) Type() Type     { return TypeWake }
-func (*Control) Type() Type  { return TypeControl }
 
 // Encode returns the wire form of m.
 func Encode(m Message) []byte {
@@ -130,10 +103,6 @@ func Decode(b []byte) (Message, error) {
 		m = &NewGroup{}
 	case TypeMetric:
 		m = &Metric{}
-	case TypeWake:
-		m = &Wake{}
-	case TypeControl:
-		m = &Control{}
 	default:
 		return nil, fmt.Errorf("type %d: %w", b[0], ErrBadMessage)
 	}
@@ -193,28 +162,6 @@ func (m *Metric) decodeFrom(d *decoder) {
 		}
 	}
 	m.Value = math.Float64frombits(d.fixed64())
-}
-
-func (m *Wake) appendTo(b []byte) []byte { return binary.AppendUvarint(b, m.Seq) }
-func (m *Wake) decodeFrom(d *decoder)    { m.Seq = d.uvarint() }
-
-func (m *Control) appendTo(b []byte) []byte {
-	b = append(b, byte(m.Kind))
-	b = appendString(b, m.Role)
-	b = binary.AppendUvarint(b, uint64(m.Pid))
-	b = binary.AppendUvarint(b, uint64(m.Epoch))
-	return appendString(b, m.Detail)
-}
-
-func (m *Control) decodeFrom(d *decoder) {
-	m.Kind = ControlKind(d.byte())
-	if m.Kind < ControlReady || m.Kind > ControlStopping {
-		d.fail("control kind %d", m.Kind)
-	}
-	m.Role = d.string()
-	m.Pid = d.uint32()
-	m.Epoch = d.uint32()
-	m.Detail = d.string()
 }
 
 func appendString(b []byte, s string) []byte {

@@ -17,8 +17,6 @@ func TestMessageRoundTrip(t *testing.T) {
 		"counter":     &Metric{Kind: CounterAdd, Name: "lightllm_request_count", Labels: []Label{{"model_name", "stories"}, {"method", "generate"}}, Value: 1},
 		"histogram":   &Metric{Kind: HistogramObserve, Name: "lightllm_request_duration", Value: math.Inf(1)},
 		"gauge":       &Metric{Kind: GaugeSet, Name: "g", Value: -0.25},
-		"wake":        &Wake{Seq: 77},
-		"control":     &Control{Kind: ControlReady, Role: "router", Pid: 4242, Epoch: 3, Detail: "bound router.sock"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := Decode(Encode(m))
@@ -36,17 +34,16 @@ func TestDecodeErrors(t *testing.T) {
 	good := Encode(&NewGroup{GroupID: 5, Arrival: time.Unix(1, 0), Slots: []SlotRef{{1, 2}}})
 	for name, b := range map[string][]byte{
 		"empty":        nil,
-		"one byte":     {byte(TypeWake)},
+		"one byte":     {byte(TypeMetric)},
 		"unknown type": {99, formatVersion},
 		"zero type":    {0, formatVersion},
-		"old version":  {byte(TypeWake), formatVersion + 1, 0},
+		"old version":  {byte(TypeMetric), formatVersion + 1, 0},
 		"truncated":    good[:len(good)-1],
 		"trailing":     append(append([]byte{}, good...), 0),
 		"huge count":   {byte(TypeNewGroup), formatVersion, 1, 0, 0xff, 0xff, 0x03},
 		"gen overflow": {byte(TypeNewGroup), formatVersion, 1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x1f},
 		"metric kind":  {byte(TypeMetric), formatVersion, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-		"long string":  append([]byte{byte(TypeControl), formatVersion, 1, 0xff, 0xff, 0x01}, make([]byte, 100)...),
-		"ctrl kind":    {byte(TypeControl), formatVersion, 0, 0, 0, 0, 0},
+		"long string":  append([]byte{byte(TypeMetric), formatVersion, 1, 0xff, 0xff, 0x01}, make([]byte, 100)...),
 	} {
 		if m, err := Decode(b); !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: Decode = %#v, %v; want ErrBadMessage", name, m, err)
@@ -55,13 +52,13 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestLongStringTruncated(t *testing.T) {
-	m := &Control{Kind: ControlStopping, Role: "infer", Detail: strings.Repeat("x", MaxString+10)}
+	m := &Metric{Kind: GaugeSet, Name: strings.Repeat("x", MaxString+10)}
 	got, err := Decode(Encode(m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := got.(*Control).Detail; len(d) != MaxString {
-		t.Fatalf("detail of %d bytes, want truncation to %d", len(d), MaxString)
+	if d := got.(*Metric).Name; len(d) != MaxString {
+		t.Fatalf("name of %d bytes, want truncation to %d", len(d), MaxString)
 	}
 }
 
@@ -71,7 +68,6 @@ func FuzzDecode(f *testing.F) {
 	for _, m := range []Message{
 		&NewGroup{GroupID: 3, Arrival: time.Unix(5, 6), Slots: []SlotRef{{1, 2}, {3, 4}}},
 		&Metric{Kind: GaugeSet, Name: "x", Labels: []Label{{"a", "b"}}, Value: 2},
-		&Wake{Seq: 1}, &Control{Kind: ControlHeartbeat, Role: "router", Pid: 1},
 	} {
 		f.Add(Encode(m))
 	}

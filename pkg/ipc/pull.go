@@ -118,14 +118,6 @@ func (p *Puller) Recv(ctx context.Context) (Message, error) {
 	return recvItem(ctx, p.ch, p.done)
 }
 
-// TryRecv is Recv without waiting; ok is false when nothing is queued.
-func (p *Puller) TryRecv() (m Message, ok bool, err error) { return tryRecvItem(p.ch, p.done) }
-
-// Stats reports messages received and peer disconnects seen.
-func (p *Puller) Stats() (received, disconnects uint64) {
-	return p.received.Load(), p.disconnects.Load()
-}
-
 // Close unbinds and removes the socket file.
 func (p *Puller) Close() error {
 	// Idempotent: a role closes the puller early to end its receiving
@@ -159,19 +151,5 @@ func recvItem(ctx context.Context, ch chan item, done chan struct{}) (Message, e
 		default:
 			return nil, ErrClosed
 		}
-	}
-}
-
-func tryRecvItem(ch chan item, done chan struct{}) (Message, bool, error) {
-	select {
-	case it := <-ch:
-		return it.m, true, it.err
-	default:
-	}
-	select {
-	case <-done:
-		return nil, false, ErrClosed
-	default:
-		return nil, false, nil
 	}
 }

@@ -169,11 +169,6 @@ const FATile = 64
 // F16ToF32Row converts len(src) IEEE halves into dst.
 func F16ToF32Row(dst []float32, src []uint16) { f16ToF32Row(dst[:len(src)], src) }
 
-// MadF16GGML sets acc[i] = f16(fma(f32(v[i]), s, f32(acc[i]))):
-// ggml_vec_mad_f16 as built for llama.cpp's x86 variants, whose scalar
-// tail is fused like its vector loop.
-func MadF16GGML(acc, v []uint16, s float32) { madF16GGML(acc, v[:len(acc)], s) }
-
 func madF16GGMLGeneric(acc, v []uint16, s float32) {
 	for i, a := range acc {
 		acc[i] = F32ToF16(FMA32(F16ToF32(v[i]), s, F16ToF32(a)))
