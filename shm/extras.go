@@ -315,17 +315,3 @@ func (s *Slot) ExtrasFor(gen uint32) (Extras, error) {
 	}
 	return x, nil
 }
-
-// extrasFree is the pool's free bytes as this process's allocator sees
-// them (the apiserver; tests check that nothing leaks).
-func (r *Region) extrasFree() uint64 {
-	p := &r.extras
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r.buildExtrasLocked()
-	var n uint64
-	for _, f := range p.free {
-		n += f.n
-	}
-	return n
-}

@@ -37,9 +37,6 @@ type Template struct {
 // Option configures a Template.
 type Option func(*Template)
 
-// WithClock sets the clock behind strftime_now (tests pin the date).
-func WithClock(now func() time.Time) Option { return func(t *Template) { t.now = now } }
-
 // New compiles a chat template source (tokenizer_config.json's chat_template).
 func New(src string, opts ...Option) (*Template, error) {
 	tr, err := translate(src)

@@ -92,9 +92,6 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	return f
 }
 
-// ConfigFile returns the --config path ("" when not given).
-func (f *Flags) ConfigFile() string { return f.configFile }
-
 // CheckOnly reports whether --check-config was given.
 func (f *Flags) CheckOnly() bool { return f.checkConfig }
 

@@ -228,9 +228,6 @@ func (w *Worker) Pass() {
 	}
 }
 
-// Tracked is the number of slots being decoded.
-func (w *Worker) Tracked() int { return len(w.slots) }
-
 // scan tracks every live slot the detokenizer has not finished.
 func (w *Worker) scan() {
 	w.lastScan = time.Now()

@@ -107,14 +107,3 @@ func (r Readings) Supports(what string) bool {
 // "GPU-…"). It returns an error wrapping ErrNoNVML when NVML is not
 // available, and ErrNotFound when no device has the UUID.
 func Open(uuid string) (Device, error) { return openNVML(uuid) }
-
-// IndexByUUID returns the NVML index of the GPU with this UUID: what the
-// infer role passes to CUDA to use the device health watches.
-func IndexByUUID(uuid string) (int, error) {
-	d, err := Open(uuid)
-	if err != nil {
-		return -1, err
-	}
-	defer d.Close()
-	return d.Info().Index, nil
-}

@@ -187,9 +187,6 @@ func (w *Worker) Progress() error {
 	return nil
 }
 
-// Epoch is this process's infer epoch.
-func (w *Worker) Epoch() uint32 { return w.epoch }
-
 // resume adopts every request left Running and not released, oldest first:
 // they were running under a previous infer epoch (or their NEW command is
 // still on the ring, which is then ignored as a repeat).
@@ -533,9 +530,6 @@ func (w *Worker) stepMetrics(took time.Duration) {
 	}
 	w.stats = st
 }
-
-// Live is the number of requests the engine holds.
-func (w *Worker) Live() int { return len(w.live) }
 
 func finishStatus(r engine.FinishReason) shm.FinishStatus {
 	switch r {

@@ -118,11 +118,6 @@ type APIOptions struct {
 	CacheFor time.Duration
 }
 
-// APIHandler is APIHandlerWith with a fetch timeout and the default cache.
-func APIHandler(live *prometheus.Registry, metricURL string, timeout time.Duration) http.Handler {
-	return APIHandlerWith(live, APIOptions{MetricURL: metricURL, Timeout: timeout})
-}
-
 // APIHandlerWith serves the API port's /metrics: the live gauges from
 // live's registry, read at every scrape, followed by the metric role's text
 // (fetched at most once per CacheFor, shared by concurrent scrapes). The

@@ -91,9 +91,6 @@ func New(cfg *config.Config, log zerolog.Logger, o Options) (*Server, error) {
 // Addr is the HTTP address /metrics is served on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Endpoint is the ZeroMQ endpoint clients send to.
-func (s *Server) Endpoint() string { return s.endpoint }
-
 // Registry is the server's registry.
 func (s *Server) Registry() *Registry { return s.reg }
 

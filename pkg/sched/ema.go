@@ -23,9 +23,6 @@ func NewEMA() EMA { return EMA{value: emaStart, alpha: emaAlpha} }
 // Value is ema_req_out_len.
 func (e *EMA) Value() int { return e.value }
 
-// Alpha is the weight the next update will give its sample.
-func (e *EMA) Alpha() float64 { return e.alpha }
-
 // Update folds in one finished (not aborted) request's output length:
 // x = max(out, 64); ema = max(64, int(ema·(1−α) + x·α)); α = max(0.04, 0.8·α).
 // Short outputs are clamped so that a burst of them cannot drive the estimate

@@ -89,17 +89,8 @@ func New(cfg Config, p Policy) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, pol: p, ema: NewEMA(), recvMax: cfg.RecvMin, byID: map[uint64]*Request{}}, nil
 }
 
-// Config returns the scheduler's configuration.
-func (s *Scheduler) Config() Config { return s.cfg }
-
 // Policy returns the admission policy.
 func (s *Scheduler) Policy() Policy { return s.pol }
-
-// EMA returns the output-length statistics.
-func (s *Scheduler) EMA() EMA { return s.ema }
-
-// Lookup returns a queued or running request by id, or nil.
-func (s *Scheduler) Lookup(id uint64) *Request { return s.byID[id] }
 
 // Running returns the running set in admission order (read only).
 func (s *Scheduler) Running() []*Request { return s.running }
@@ -369,12 +360,6 @@ func (s *Scheduler) Preempt(shortfall int) []*Request {
 	}
 	s.waiting.pushFront(requeue)
 	return victims
-}
-
-// RequeueAll evicts every running request (an infer restart lost their KV):
-// they are re-prefilled, prompt and generated tokens, when admitted again.
-func (s *Scheduler) RequeueAll() []*Request {
-	return s.Preempt(int(^uint(0) >> 1))
 }
 
 // AdoptRunning puts a request that is already running on infer (found in

@@ -33,15 +33,6 @@ func newByteLevelMap() *byteLevelMap {
 	return m
 }
 
-// encode maps raw bytes to the byte-level alphabet.
-func (m *byteLevelMap) encode(s string) string {
-	out := make([]rune, len(s))
-	for i := 0; i < len(s); i++ {
-		out[i] = m.toRune[s[i]]
-	}
-	return string(out)
-}
-
 // decode maps a byte-level string back to raw bytes; ok is false when a
 // character is outside the alphabet (HF then keeps the token's own UTF-8).
 func (m *byteLevelMap) decode(s string) ([]byte, bool) {

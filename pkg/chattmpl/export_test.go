@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// Used only by tests (issue 17: kept out of the shipped binaries).
+
+// WithClock sets the clock behind strftime_now (tests pin the date).
+func WithClock(now func() time.Time) Option { return func(t *Template) { t.now = now } }
 
 // SelectTemplate picks the template source from tokenizer_config.json's
 // "chat_template" value, which is either a string or a list of
