@@ -317,11 +317,12 @@ func TestLoadErrors(t *testing.T) {
 		return false
 	})
 	missing := rewrite("missing.gguf", func(_ *gguf.Writer, ti *gguf.TensorInfo) bool { return ti.Name == "blk.1.ffn_up.weight" })
-	q4k := rewrite("q2k.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
+	// iq2_xxs: a type the loader neither computes nor converts.
+	q4k := rewrite("iq2.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
 		if ti.Name != "blk.0.attn_v.weight" {
 			return false
 		}
-		w.AddTensor(ti.Name, gguf.Q2_K, []uint64{256, 4}, make([]byte, 4*84))
+		w.AddTensor(ti.Name, gguf.IQ2_XXS, []uint64{256, 4}, make([]byte, 4*66))
 		return true
 	})
 	badShape := rewrite("shape.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
@@ -345,7 +346,7 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated tensor", write("trunc.gguf", data[:len(data)-200]), []string{"trunc.gguf", `tensor "output.weight"`, "truncated"}},
 		{"unknown arch", unknownArch, []string{"arch.gguf", `unknown architecture "gpt2"`}},
 		{"missing tensor", missing, []string{"missing.gguf", `"blk.1.ffn_up.weight"`}},
-		{"unsupported dtype", q4k, []string{"q2k.gguf", `"blk.0.attn_v.weight"`, "q2_K"}},
+		{"unsupported dtype", q4k, []string{"iq2.gguf", `"blk.0.attn_v.weight"`, "iq2_xxs"}},
 		{"wrong shape", badShape, []string{"shape.gguf", `"blk.0.attn_k.weight"`, "shape"}},
 		{"hf without weights", hfDir, []string{hfDir, "safetensors"}},
 	}
