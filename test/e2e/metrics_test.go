@@ -103,11 +103,18 @@ func obsValue(mfs map[string]*dto.MetricFamily, name string) (float64, bool) {
 	for _, suffix := range []string{"_count", "_sum"} {
 		if base, found := strings.CutSuffix(name, suffix); found {
 			if mf := mfs[base]; mf != nil && mf.GetType() == dto.MetricType_HISTOGRAM && len(mf.GetMetric()) > 0 {
-				h := mf.GetMetric()[0].GetHistogram()
-				if suffix == "_count" {
-					return float64(h.GetSampleCount()), true
+				// Summed over the label values (a step histogram has one
+				// series per method: prefill and decode).
+				var v float64
+				for _, m := range mf.GetMetric() {
+					h := m.GetHistogram()
+					if suffix == "_count" {
+						v += float64(h.GetSampleCount())
+					} else {
+						v += h.GetSampleSum()
+					}
 				}
-				return h.GetSampleSum(), true
+				return v, true
 			}
 		}
 	}
