@@ -28,15 +28,6 @@ func dotQ4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb int) float32
 func axpyF32AVX2(dst, x *float32, a float32, n int)
 
 //go:noescape
-func axpyF16AVX2(dst *float32, x unsafe.Pointer, a float32, n int)
-
-//go:noescape
-func madF16AVX2(acc, v unsafe.Pointer, s float32, n int)
-
-//go:noescape
-func scaleF16AVX2(acc unsafe.Pointer, s float32, n int)
-
-//go:noescape
 func dotQ8x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *[4]float32)
 
 //go:noescape
@@ -45,14 +36,6 @@ func dotQ4x4AVX2(w unsafe.Pointer, xq *int8, ds *float32, nb, xstride int, out *
 // hasAVX2 is fixed at start-up from the CPU's features; the kernels below
 // pick the assembly or the portable version from it.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
-
-// KernelName says which kernel family is in use (for logs and benchmarks).
-func KernelName() string {
-	if hasAVX2 {
-		return "avx2+fma"
-	}
-	return "generic"
-}
 
 // DotF32 returns sum a[i]*b[i] over len(a) (b must be at least as long).
 func DotF32(a, b []float32) float32 {
@@ -140,57 +123,6 @@ func AxpyF32(dst []float32, a float32, x []float32) {
 		return
 	}
 	axpyF32Generic(dst, a, x)
-}
-
-// AxpyF16 adds a*x to dst where x holds IEEE half values.
-func AxpyF16(dst []float32, a float32, x []uint16) {
-	if len(dst) == 0 {
-		return
-	}
-	if hasAVX2 {
-		_ = x[len(dst)-1]
-		axpyF16AVX2(&dst[0], unsafe.Pointer(&x[0]), a, len(dst))
-		return
-	}
-	axpyF16Generic(dst, a, x)
-}
-
-// DotF16 returns sum f16(w[i])*x[i] over len(x).
-func DotF16(w []uint16, x []float32) float32 {
-	if len(x) == 0 {
-		return 0
-	}
-	if hasAVX2 {
-		_ = w[len(x)-1]
-		return dotF16AVX2(unsafe.Pointer(&w[0]), &x[0], len(x))
-	}
-	return dotF16GenericU16(w, x)
-}
-
-// MadF16 sets acc[i] = f16(f32(acc[i]) + f32(v[i])*s) for len(acc) half
-// values: an f16 accumulator as in ggml's flash attention.
-func MadF16(acc, v []uint16, s float32) {
-	if len(acc) == 0 {
-		return
-	}
-	if hasAVX2 {
-		_ = v[len(acc)-1]
-		madF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), s, len(acc))
-		return
-	}
-	madF16Generic(acc, v, s)
-}
-
-// ScaleF16 sets acc[i] = f16(f32(acc[i]) * s).
-func ScaleF16(acc []uint16, s float32) {
-	if len(acc) == 0 {
-		return
-	}
-	if hasAVX2 {
-		scaleF16AVX2(unsafe.Pointer(&acc[0]), s, len(acc))
-		return
-	}
-	scaleF16Generic(acc, s)
 }
 
 // dotQ8x4 computes one q8_0 weight row against four consecutive quantized

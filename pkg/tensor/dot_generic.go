@@ -81,49 +81,9 @@ func dotQ4Generic(w []byte, xq []int8, ds []float32) float32 {
 	return sum
 }
 
-func dotF16GenericU16(w []uint16, x []float32) float32 {
-	w = w[:len(x)]
-	var s float32
-	for i, h := range w {
-		s += F16ToF32(h) * x[i]
-	}
-	return s
-}
-
 func axpyF32Generic(dst []float32, a float32, x []float32) {
 	x = x[:len(dst)]
 	for i := range dst {
 		dst[i] += a * x[i]
 	}
 }
-
-func axpyF16Generic(dst []float32, a float32, x []uint16) {
-	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += a * F16ToF32(x[i])
-	}
-}
-
-func madF16Generic(acc, v []uint16, s float32) {
-	v = v[:len(acc)]
-	fused := len(acc) &^ 31
-	for i := range acc {
-		if i < fused {
-			acc[i] = F32ToF16(fma32(F16ToF32(v[i]), s, F16ToF32(acc[i])))
-		} else {
-			p := F16ToF32(v[i]) * s
-			acc[i] = F32ToF16(F16ToF32(acc[i]) + p)
-		}
-	}
-}
-
-func scaleF16Generic(acc []uint16, s float32) {
-	for i := range acc {
-		acc[i] = F32ToF16(F16ToF32(acc[i]) * s)
-	}
-}
-
-// fma32 is a*b+c rounded once to float32 (the product of two float32
-// values is exact in float64, so only the final rounding differs from a
-// true fused operation, and only in rare double-rounding cases).
-func fma32(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }

@@ -5,9 +5,6 @@ package tensor
 // hasAVX2 is false off amd64: the portable kernels are used.
 const hasAVX2 = false
 
-// KernelName says which kernel family is in use (for logs and benchmarks).
-func KernelName() string { return "generic" }
-
 // DotF32 returns sum a[i]*b[i] over len(a) (b must be at least as long).
 func DotF32(a, b []float32) float32 { return dotF32Generic(a, b) }
 
@@ -24,19 +21,6 @@ func dotQ8x2(w []byte, rowBytes int, xq []int8, ds []float32, out *[2]float32) {
 
 // AxpyF32 adds a*x to dst (len(dst) values).
 func AxpyF32(dst []float32, a float32, x []float32) { axpyF32Generic(dst, a, x) }
-
-// AxpyF16 adds a*x to dst where x holds IEEE half values.
-func AxpyF16(dst []float32, a float32, x []uint16) { axpyF16Generic(dst, a, x) }
-
-// DotF16 returns sum f16(w[i])*x[i] over len(x).
-func DotF16(w []uint16, x []float32) float32 { return dotF16GenericU16(w, x) }
-
-// MadF16 sets acc[i] = f16(f32(acc[i]) + f32(v[i])*s) for len(acc) half
-// values: an f16 accumulator as in ggml's flash attention.
-func MadF16(acc, v []uint16, s float32) { madF16Generic(acc, v, s) }
-
-// ScaleF16 sets acc[i] = f16(f32(acc[i]) * s).
-func ScaleF16(acc []uint16, s float32) { scaleF16Generic(acc, s) }
 
 func dotQ8x4(w []byte, xq []int8, ds []float32, out *[4]float32) {
 	nb := len(ds) / 4

@@ -150,65 +150,6 @@ func TestQuantizeRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAxpyAndDotF16(t *testing.T) {
-	r := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{0, 1, 7, 8, 9, 64, 131} {
-		x := randVec(r, n, 1)
-		h := make([]uint16, n)
-		hx := make([]float32, n)
-		for i, v := range x {
-			h[i] = F32ToF16(v)
-			hx[i] = F16ToF32(h[i])
-		}
-		d1, d2 := randVec(r, n, 1), []float32(nil)
-		d2 = append(d2, d1...)
-		want1, want2 := make([]float64, n), make([]float64, n)
-		for i := range d1 {
-			want1[i] = float64(d1[i]) + 0.5*float64(x[i])
-			want2[i] = float64(d2[i]) - 2*float64(hx[i])
-		}
-		AxpyF32(d1, 0.5, x)
-		AxpyF16(d2, -2, h)
-		for i := range d1 {
-			if !close32(d1[i], want1[i], 1e-6) || !close32(d2[i], want2[i], 1e-6) {
-				t.Fatalf("n=%d i=%d: axpy %v/%v f16 %v/%v", n, i, d1[i], want1[i], d2[i], want2[i])
-			}
-		}
-		y := randVec(r, n, 1)
-		if got, want := DotF16(h, y), refDot(hx, y); !close32(got, want, 1e-5) {
-			t.Errorf("DotF16 n=%d: %v want %v", n, got, want)
-		}
-		if got, want := dotF16GenericU16(h, y), refDot(hx, y); !close32(got, want, 1e-5) {
-			t.Errorf("dotF16GenericU16 n=%d: %v want %v", n, got, want)
-		}
-	}
-}
-
-func TestMadScaleF16(t *testing.T) {
-	r := rand.New(rand.NewPCG(13, 14))
-	for _, n := range []int{1, 5, 8, 13, 32, 64, 77} {
-		acc := make([]uint16, n)
-		v := make([]uint16, n)
-		for i := range acc {
-			acc[i] = F32ToF16(r.Float32()*2 - 1)
-			v[i] = F32ToF16(r.Float32()*2 - 1)
-		}
-		a1 := append([]uint16(nil), acc...)
-		a2 := append([]uint16(nil), acc...)
-		MadF16(a1, v, 0.37)
-		madF16Generic(a2, v, 0.37)
-		ScaleF16(a1, 0.81)
-		scaleF16Generic(a2, 0.81)
-		for i := range a1 {
-			want := float64(F16ToF32(acc[i])) + float64(F16ToF32(v[i]))*float64(float32(0.37))
-			want = float64(F16ToF32(F32ToF16(float32(want)))) * float64(float32(0.81))
-			if a1[i] != a2[i] || math.Abs(float64(F16ToF32(a1[i]))-want) > 2e-3 {
-				t.Fatalf("n=%d i=%d: asm %#04x generic %#04x want %v", n, i, a1[i], a2[i], want)
-			}
-		}
-	}
-}
-
 // TestDotX4MatchesSingle: the four-token kernels give bit-identical
 // results to the one-token kernels (batch size must not change numerics).
 func TestDotX4MatchesSingle(t *testing.T) {

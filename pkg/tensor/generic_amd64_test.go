@@ -15,8 +15,6 @@ func TestPortableKernels(t *testing.T) {
 	TestMatMulBatchInvariant(t)
 	TestQ4x8Kernels(t)
 	TestDotX4MatchesSingle(t)
-	TestAxpyAndDotF16(t)
-	TestMadScaleF16(t)
 }
 
 // TestVNNIMatchesAVX2: the AVX-512 VNNI kernels give bit-identical results

@@ -47,9 +47,6 @@ func ggmlVExpAVX2(y, x *float32, n, mode int)
 //go:noescape
 func ggmlSwigluAVX2(y, x, gate *float32, n, mode int)
 
-//go:noescape
-func ggmlMadF16AVX2(acc, v unsafe.Pointer, s float32, n int)
-
 func dotF32GGML16(a, b []float32) float32 {
 	if !hasAVX2 || len(a) == 0 {
 		return dotF32GGMLGeneric(a, b, 16)
@@ -95,14 +92,6 @@ func dotF16GGML(x, y []uint16) float32 {
 		sum = ggmlDotF16TailAVX2(unsafe.Pointer(&x[np]), unsafe.Pointer(&y[np]), len(x)-np, sum)
 	}
 	return float32(sum)
-}
-
-func madF16GGML(acc, v []uint16, s float32) {
-	if !hasAVX2 || len(acc) == 0 {
-		madF16GGMLGeneric(acc, v, s)
-		return
-	}
-	ggmlMadF16AVX2(unsafe.Pointer(&acc[0]), unsafe.Pointer(&v[0]), s, len(acc))
 }
 
 func dotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {

@@ -271,49 +271,6 @@ f16tdone:
 	MOVSD X0, ret+32(FP)
 	RET
 
-// func ggmlMadF16AVX2(acc, v unsafe.Pointer, s float32, n int)
-// acc[i] = f16(fma(f32(v[i]), s, f32(acc[i]))) for all n: ggml_vec_mad_f16
-// as built for llama.cpp's x86 variants, whose scalar tail is fused too.
-TEXT ·ggmlMadF16AVX2(SB), NOSPLIT, $0-32
-	MOVQ         acc+0(FP), SI
-	MOVQ         v+8(FP), DI
-	VBROADCASTSS s+16(FP), Y0
-	MOVQ         n+24(FP), CX
-
-m8loop:
-	CMPQ        CX, $8
-	JLT         m8tail
-	VCVTPH2PS   (SI), Y1
-	VCVTPH2PS   (DI), Y2
-	VFMADD231PS Y0, Y2, Y1
-	VCVTPS2PH   $0, Y1, (SI)
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	SUBQ        $8, CX
-	JMP         m8loop
-
-m8tail:
-	TESTQ       CX, CX
-	JEQ         m8done
-	MOVWLZX     (SI), AX
-	VMOVD       AX, X1
-	VCVTPH2PS   X1, X1
-	MOVWLZX     (DI), AX
-	VMOVD       AX, X2
-	VCVTPH2PS   X2, X2
-	VFMADD231SS X0, X2, X1
-	VCVTPS2PH   $0, X1, X1
-	VMOVD       X1, AX
-	MOVW        AX, (SI)
-	ADDQ        $2, SI
-	ADDQ        $2, DI
-	DECQ        CX
-	JMP         m8tail
-
-m8done:
-	VZEROUPPER
-	RET
-
 // func ggmlDotF16x16AVX2(x, y unsafe.Pointer, n int) float32
 // The vector part of ggml_vec_dot_f16 (AVX-512 builds) over n, a multiple
 // of 64: 4 accumulators x 16 lanes of converted halves, then the reduce.

@@ -12,8 +12,6 @@ func dotF32Sgemm8(a, b []float32) float32  { return dotF32SgemmGeneric(a, b, 8) 
 
 func dotF16GGML(x, y []uint16) float32 { return dotF16GGMLGeneric(x, y) }
 
-func madF16GGML(acc, v []uint16, s float32) { madF16GGMLGeneric(acc, v, s) }
-
 func dotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
 	for j, o := range offs {
 		out[j] = dotF16GGMLGeneric(base[o:o+len(q)], q)
