@@ -48,7 +48,8 @@ func (s *Server) handleLiveness(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadiness: ready to take requests; fails as soon as draining starts.
+// handleReadiness: ready to take requests; fails as soon as draining starts,
+// and while the backend is unhealthy.
 func (s *Server) handleReadiness(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case s.draining.Load():
@@ -56,6 +57,10 @@ func (s *Server) handleReadiness(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 	case !s.backend.Ready():
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+	case !s.backend.Healthy():
+		// A role of the request path is down or stalled (/health says so too).
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 	default:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}

@@ -201,6 +201,12 @@ func TestHealthEndpoints(t *testing.T) {
 	if r := ts.get(t, "/health"); r.status != 503 || string(r.body) != `{"message":"Error"}` {
 		t.Errorf("unhealthy: %d %s", r.status, r.body)
 	}
+	// Unhealthy (a request-path role down or stalled, issue 21): a load
+	// balancer must stop sending, so readiness fails too; liveness holds.
+	if r := ts.get(t, "/readiness"); r.status != 503 || string(r.body) != `{"status":"unavailable"}` {
+		t.Errorf("readiness while unhealthy: %d %s", r.status, r.body)
+	}
+	ts.be.SetHealthy(true)
 	if r := ts.get(t, "/readiness"); r.status != 200 || string(r.body) != `{"status":"ok"}` {
 		t.Errorf("readiness: %d %s", r.status, r.body)
 	}

@@ -116,6 +116,15 @@ type Config struct {
 	HealthFailures    int      `json:"health_failures"`
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
 	HeartbeatTimeout  Duration `json:"heartbeat_timeout"` // 0 disables wedge detection
+	// StallTimeout: a request-path role (router, infer, detokenizer) whose
+	// loop has not turned for this long is reported stalled: /health and
+	// /readiness answer 503 (the health role also flags it).
+	StallTimeout Duration `json:"stall_timeout"`
+	// UnavailableTimeout bounds how long requests wait for a request-path
+	// role whose process is gone (restarting, crash-looping): new requests
+	// wait up to this long and are then refused with 503 + Retry-After;
+	// in-flight ones end with an error once it has been gone this long.
+	UnavailableTimeout Duration `json:"unavailable_timeout"`
 
 	// MetricsVLLMCompat also serves the live gauges under vLLM's names
 	// (vllm:num_requests_waiting, ...) on the API port's /metrics, which the
@@ -179,13 +188,19 @@ func DefaultConfig() Config {
 		HealthFailures:    3,                           // LightLLM's threshold
 		HeartbeatInterval: Duration(time.Second),
 		HeartbeatTimeout:  Duration(30 * time.Second),
-		LogLevel:          "info",
-		LogFormat:         "auto",
-		ReadyTimeout:      Duration(5 * time.Minute),
-		StopTimeout:       Duration(10 * time.Second),
-		RestartBudget:     0, // degrade, don't die: retry a failing role forever
-		RestartWindow:     Duration(10 * time.Minute),
-		RestartBackoff:    Duration(250 * time.Millisecond),
-		RestartBackoffMax: Duration(30 * time.Second),
+		// A role's loop turns every few ms, or every 20-30 ms idle; one
+		// step of a big model on a CPU may take seconds (raise it then).
+		StallTimeout: Duration(3 * time.Second),
+		// Longer than a restart of a small model takes after one kill,
+		// shorter than a client's patience.
+		UnavailableTimeout: Duration(8 * time.Second),
+		LogLevel:           "info",
+		LogFormat:          "auto",
+		ReadyTimeout:       Duration(5 * time.Minute),
+		StopTimeout:        Duration(10 * time.Second),
+		RestartBudget:      0, // degrade, don't die: retry a failing role forever
+		RestartWindow:      Duration(10 * time.Minute),
+		RestartBackoff:     Duration(250 * time.Millisecond),
+		RestartBackoffMax:  Duration(30 * time.Second),
 	}
 }

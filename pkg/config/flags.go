@@ -79,6 +79,8 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&c.HealthFailures, "health_failures", c.HealthFailures, "failed checks before health asks for a restart")
 	fs.Var(&c.HeartbeatInterval, "heartbeat_interval", "role → supervisor heartbeat interval")
 	fs.Var(&c.HeartbeatTimeout, "heartbeat_timeout", "a ready role silent this long is killed and restarted (0 = never)")
+	fs.Var(&c.StallTimeout, "stall_timeout", "a router/infer/detokenizer loop that has not turned for this long makes /health and /readiness 503 (raise it above the longest forward step of a big model)")
+	fs.Var(&c.UnavailableTimeout, "unavailable_timeout", "while router/infer/detokenizer is down: new requests wait this long, then 503 + Retry-After; in-flight ones end with an error after it (raise it above the model load time to keep streams across an infer restart)")
 
 	fs.StringVar(&c.LogLevel, "log_level", c.LogLevel, "trace|debug|info|warn|error")
 	fs.StringVar(&c.LogFormat, "log_format", c.LogFormat, "auto|json|console (auto = console on a TTY)")

@@ -144,6 +144,7 @@ func (c *Config) validateStatic() error {
 		{"heartbeat_interval", c.HeartbeatInterval}, {"ready_timeout", c.ReadyTimeout},
 		{"stop_timeout", c.StopTimeout}, {"restart_window", c.RestartWindow},
 		{"restart_backoff", c.RestartBackoff}, {"restart_backoff_max", c.RestartBackoffMax},
+		{"stall_timeout", c.StallTimeout}, {"unavailable_timeout", c.UnavailableTimeout},
 	} {
 		if d.v <= 0 {
 			add("%s must be > 0, got %s", d.name, d.v)

@@ -47,6 +47,9 @@ type Options struct {
 	// HealthTimeout: while requests are in flight, no engine progress for
 	// this long makes Healthy false (LightLLM's HEALTH_TIMEOUT).
 	HealthTimeout time.Duration
+	// StallTimeout and UnavailableTimeout: see availability.go
+	// (--stall_timeout, --unavailable_timeout).
+	StallTimeout, UnavailableTimeout time.Duration
 	// DecodeIDs turns a multi-token stop sequence given as ids into the text
 	// the detokenizer matches; nil refuses such stop sequences.
 	DecodeIDs func(ids []int32) string
@@ -68,6 +71,10 @@ type Backend struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	availMu   sync.Mutex // guards goneSince, gonePid (availability.go)
+	goneSince [3]time.Time
+	gonePid   [3]uint32
+
 	mu     sync.Mutex
 	groups map[uint64]*group
 	// adopted are slots of earlier apiservers, for the dispatcher to free.
@@ -81,6 +88,12 @@ var _ apiserver.Backend = (*Backend)(nil)
 func New(o Options) (*Backend, error) {
 	if o.Region == nil {
 		return nil, errors.New("shmbackend: no shm region")
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 3 * time.Second
+	}
+	if o.UnavailableTimeout <= 0 {
+		o.UnavailableTimeout = 8 * time.Second
 	}
 	if o.HealthTimeout <= 0 {
 		o.HealthTimeout = 200 * time.Second
@@ -159,8 +172,12 @@ func (b *Backend) Ready() bool {
 // HealthTimeout; and the model is loaded in a live infer process, so that
 // a load balancer stops sending here while infer restarts and reloads it
 // (requests admitted meanwhile wait for it; they are not refused).
+//
+// Besides, every request-path role must run and turn its loop (see
+// availability.go): /health is 503 within a poll of one being killed, and
+// StallTimeout after one stops progressing.
 func (b *Backend) Healthy() bool {
-	if !processAlive(b.roles[1].Pid.Load()) {
+	if !processAlive(b.roles[1].Pid.Load()) || !b.path(time.Now()).ok() {
 		return false
 	}
 	l := b.region.Load()
@@ -228,6 +245,9 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	}
 	params, stops, err := b.slotParams(&g.Params)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.waitAvailable(ctx); err != nil {
 		return nil, err
 	}
 	id := b.region.Load().NextRequestID.Add(apiserver.MaxBestOf)

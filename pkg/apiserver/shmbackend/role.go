@@ -40,7 +40,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	b, err := New(Options{
 		Region: region, RouterEndpoint: ep, MaxTotalTokens: cfg.MaxTotalTokenNum,
-		HealthTimeout: cfg.HealthTimeout.D(), Log: log,
+		HealthTimeout: cfg.HealthTimeout.D(), StallTimeout: cfg.StallTimeout.D(), UnavailableTimeout: cfg.UnavailableTimeout.D(), Log: log,
 		DecodeIDs: func(ids []int32) string { return tok.Decode(ids, false) },
 	})
 	if err != nil {

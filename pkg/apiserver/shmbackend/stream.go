@@ -2,6 +2,7 @@ package shmbackend
 
 import (
 	"sync"
+	"time"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/shm"
@@ -76,6 +77,7 @@ func (b *Backend) dispatch() {
 		reaping = append(reaping, b.adopted...)
 		b.adopted = b.adopted[:0]
 		b.mu.Unlock()
+		b.failStranded(time.Now())
 		for _, g := range groups {
 			if !g.isAborted() {
 				buf = b.pump(g, buf)
