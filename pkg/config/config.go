@@ -201,6 +201,8 @@ func DefaultConfig() Config {
 		RestartBudget:      0, // degrade, don't die: retry a failing role forever
 		RestartWindow:      Duration(10 * time.Minute),
 		RestartBackoff:     Duration(250 * time.Millisecond),
-		RestartBackoffMax:  Duration(30 * time.Second),
+		// A crash-looping role is retried this often for good: it bounds
+		// how long a fixed cause (a model file restored) goes unnoticed.
+		RestartBackoffMax: Duration(10 * time.Second),
 	}
 }
