@@ -14,7 +14,7 @@ import (
 
 func newBenchGrammarCmd() *cobra.Command {
 	var tokDir, corpus string
-	var random, maxTokens, procs int
+	var random, maxTokens, procs, maxString, maxItems, maxWS int
 	var seed uint64
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -40,7 +40,8 @@ func newBenchGrammarCmd() *cobra.Command {
 			}
 			v := grammar.VocabFromTokenizer(tk)
 			rep, err := grammar.Bench(grammar.BenchConfig{Vocab: v, Encode: func(s string) []int32 { return tk.Encode(s, false) },
-				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed})
+				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed,
+				Options: grammar.Options{MaxStringLength: maxString, MaxItems: maxItems, MaxWhitespace: maxWS}})
 			if err != nil {
 				return err
 			}
@@ -56,6 +57,9 @@ func newBenchGrammarCmd() *cobra.Command {
 			for _, s := range rep.Slowest {
 				fmt.Fprintf(out, "slow mask: %s\n", s)
 			}
+			for _, r := range rep.RandomOpen {
+				fmt.Fprintf(out, "no stop: %s\n", r)
+			}
 			for _, r := range rep.Refusals {
 				fmt.Fprintf(out, "refused %s\n", r)
 			}
@@ -68,6 +72,9 @@ func newBenchGrammarCmd() *cobra.Command {
 	cmd.Flags().IntVar(&maxTokens, "max_tokens", 1024, "token limit of a random generation")
 	cmd.Flags().IntVar(&procs, "procs", 1, "GOMAXPROCS while measuring (one core by default)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	cmd.Flags().IntVar(&maxString, "max_string", 0, "generation bound on strings without maxLength (0: the default, -1: none)")
+	cmd.Flags().IntVar(&maxWS, "max_whitespace", 0, "whitespace bound between JSON tokens (0: the default, -1: none)")
+	cmd.Flags().IntVar(&maxItems, "max_items", 0, "generation bound on array items and free-form object members (0: the default, -1: none)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -70,6 +70,7 @@ type BenchReport struct {
 	Tokens           int     // tokens accepted
 	RandomStops      int     // random runs that reached EOS within MaxTokens
 	RandomRuns       int
+	RandomOpen       []string // random runs that hit MaxTokens, with their last bytes
 	Slowest          []string // the slowest masks (CPU), for diagnosis
 	TTFMs            []string // CPU time to first mask per schema
 }
@@ -151,6 +152,8 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 			rep.RandomRuns++
 			where = fmt.Sprintf("%s random %d", sc.Name, r)
 			m := NewMatcher(g, cfg.Vocab)
+			var text []byte
+			stopped := false
 			for step := 0; step < cfg.MaxTokens; step++ {
 				n := timedMask(m)
 				if n == 0 {
@@ -175,10 +178,15 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 					return nil, fmt.Errorf("%s: mask allowed a token Accept refuses: %w", sc.Name, err)
 				}
 				rep.Tokens++
+				text = append(text, cfg.Vocab.TokenBytes(pick)...)
 				if m.Done() {
 					rep.RandomStops++
+					stopped = true
 					break
 				}
+			}
+			if !stopped {
+				rep.RandomOpen = append(rep.RandomOpen, fmt.Sprintf("%s random %d: %d bytes, ends %q", sc.Name, r, len(text), text[max(0, len(text)-80):]))
 			}
 		}
 	}

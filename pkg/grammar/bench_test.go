@@ -18,3 +18,36 @@ func BenchmarkCompileSmall(b *testing.B) {
 	}
 	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkCompileCorpus compiles every corpus schema through one Cache's
+// shared automata, as a server does.
+func BenchmarkCompileCorpus(b *testing.B) {
+	corpus, err := LoadBenchCorpus("testdata/schemas")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var leaves leafDFAs
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, sc := range corpus {
+			if _, err := CompileJSONSchema(sc.Schema, Options{leaves: &leaves}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkCorpusRandom runs the bench-grammar workload (compile, examples,
+// random generations) with the Llama-3 vocabulary, for profiles.
+func BenchmarkCorpusRandom(b *testing.B) {
+	v := loadLlama3(b)
+	corpus, err := LoadBenchCorpus("testdata/schemas")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if _, err := Bench(BenchConfig{Vocab: v, Corpus: corpus, RandomRuns: 2, MaxTokens: 1024, Seed: uint64(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

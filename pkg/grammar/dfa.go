@@ -20,6 +20,36 @@ type dfa struct {
 	hasBytes []bool       // some byte leads on
 	leaf     bool         // no state calls anything
 	hash     [32]byte     // identity of (trans, accept) for leaf rules, keys Vocab caches
+	counted  *charCounter // set on quoted counted strings (see quoted)
+}
+
+// charCounter describes a quoted string of min to max characters built by
+// repeatChar: content state i*nc+c (state +1 in the quoted automaton) has
+// written i characters and stands at state c of the character automaton.
+// What follows depends only on c, max-i and min-i (when positive), so such
+// states of every bound share their masks (see Vocab.leaf).
+type charCounter struct {
+	char         [32]byte // hash of the character automaton
+	nc, min, max int
+}
+
+// countedLang is the language key of state q of a counted string, or false
+// when q is not a counting state.
+func (d *dfa) countedLang(q int32) ([32]byte, bool) {
+	k := d.counted
+	if k == nil {
+		return [32]byte{}, false
+	}
+	j := int(q) - 1
+	if j < 0 || j >= (k.max+1)*k.nc {
+		return [32]byte{}, false
+	}
+	i := j / k.nc
+	buf := append([]byte("counted\x00"), k.char[:]...)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(j%k.nc))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(k.max-i))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(max(k.min-i, 0)))
+	return sha256.Sum256(buf), true
 }
 
 func (d *dfa) states() int { return len(d.accept) }

@@ -23,14 +23,52 @@ type Options struct {
 	// DefaultDraft is the JSON Schema draft of a schema without $schema:
 	// 0 means 2020-12, 7 means draft 7.
 	DefaultDraft int
+	// MaxStringLength bounds, for generation, the characters of a JSON
+	// string whose schema sets no maxLength (a string with minLength above
+	// it may reach minLength; a format bounds its strings itself): 0 means
+	// DefaultMaxStringLength, a negative value means no bound (what a
+	// validator wants). Why: a sampled model picks the closing quote among
+	// tens of thousands of string tokens, so an unbounded string can run
+	// until max_tokens. Everything the bounded grammar accepts is still
+	// valid against the schema; only longer strings are no longer generated.
+	MaxStringLength int
+	// MaxItems bounds, likewise, the items of an array whose schema sets
+	// no maxItems (at least minItems and the prefixItems): 0 means
+	// DefaultMaxItems, negative means no bound.
+	MaxItems int
 
 	leaves *leafDFAs // set by Cache.Compile: automata shared across compiles
 }
 
 const (
-	DefaultMaxWhitespace = 8
-	DefaultMaxDepth      = 64
+	DefaultMaxWhitespace   = 2
+	DefaultMaxDepth        = 64
+	DefaultMaxStringLength = 128
+	DefaultMaxItems        = 8
 )
+
+// Validator is the options of a grammar used to check instances rather
+// than to generate them: no generation bounds on strings and arrays.
+func Validator(o Options) Options {
+	o.MaxStringLength, o.MaxItems = -1, -1
+	return o
+}
+
+// stringBound is the generation bound on strings without maxLength, -1 none.
+func (o Options) stringBound() int { return genBound(o.MaxStringLength, DefaultMaxStringLength) }
+
+// itemsBound is the generation bound on arrays without maxItems, -1 none.
+func (o Options) itemsBound() int { return genBound(o.MaxItems, DefaultMaxItems) }
+
+func genBound(v, def int) int {
+	switch {
+	case v < 0:
+		return -1
+	case v == 0:
+		return def
+	}
+	return v
+}
 
 func (o Options) whitespace() int {
 	switch {
@@ -329,7 +367,8 @@ type Spec struct {
 // Key is a hash of the spec and options: equal keys compile to equal grammars.
 func (s Spec) Key(opts Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00%d\x00", s.Kind, opts.whitespace(), opts.depth(), opts.FormatAnnotation, opts.DefaultDraft)
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00%d\x00%d\x00%d\x00", s.Kind, opts.whitespace(), opts.depth(), opts.FormatAnnotation, opts.DefaultDraft,
+		opts.stringBound(), opts.itemsBound())
 	text := s.Text
 	if s.Kind == KindJSONSchema {
 		text = compactJSON(text)

@@ -3,6 +3,7 @@ package grammar
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 type propItem struct {
@@ -139,8 +140,11 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 			em := seq(extraKey, ws, lit(":"), ws, call(extraRule))
 			em(n, last[1], more)
 			seq(sep, em)(n, last[0], more)
-			seq(sep, em)(n, more, more)
-			n.eps[more] = append(n.eps[more], closeFrom)
+			// Extra members after the first: as many as the generation
+			// bound on items allows.
+			end := n.state()
+			rep(seq(sep, em), 0, c.moreBound())(n, more, end)
+			n.eps[end] = append(n.eps[end], closeFrom)
 		}
 		n.eps[last[0]] = append(n.eps[last[0]], closeFrom)
 		n.eps[last[1]] = append(n.eps[last[1]], closeFrom)
@@ -154,16 +158,39 @@ func (c *schemaCompiler) keyExcluding(names []string) (frag, error) {
 		return call(c.stringRule()), nil
 	}
 	var lits []frag
+	longest := 0
 	for _, k := range names {
 		lits = append(lits, lit(quoteJSON(k)))
+		longest = max(longest, utf8.RuneCountInString(k))
 	}
-	d, err := c.differenceFromString(alt(lits...))
+	L := c.opts.stringBound()
+	if L < 0 {
+		d, err := c.differenceFromString(alt(lits...), -1)
+		if err != nil {
+			return nil, unsupported("additionalProperties", err.Error())
+		}
+		r := c.b.rule("extra_key")
+		c.b.defineDFA(r, d)
+		return call(r), nil
+	}
+	// Bounded keys: the short ones (no longer than the longest name) minus
+	// the names, a small product, or a longer one, which is never a name.
+	short, err := c.differenceFromString(alt(lits...), min(longest, L))
 	if err != nil {
 		return nil, unsupported("additionalProperties", err.Error())
 	}
 	r := c.b.rule("extra_key")
-	c.b.defineDFA(r, d)
-	return call(r), nil
+	c.b.defineDFA(r, short)
+	if longest >= L {
+		return call(r), nil
+	}
+	long, err := c.boundedString(longest+1, L)
+	if err != nil {
+		return nil, unsupported("additionalProperties", err.Error())
+	}
+	rl := c.b.rule("extra_key_long")
+	c.b.defineDFA(rl, long)
+	return alt(call(r), call(rl)), nil
 }
 
 const maxItemsBound = 1024
@@ -214,6 +241,9 @@ func (c *schemaCompiler) arrayFrag(s *jv) (frag, error) {
 		if !hasMax || maxN > len(prefix) {
 			maxN, hasMax = len(prefix), true
 		}
+	}
+	if n := c.opts.itemsBound(); !hasMax && n >= 0 {
+		maxN, hasMax = max(n, minN, len(prefix)), true // generation bound
 	}
 	if hasMax && maxN < minN {
 		return alt(), nil

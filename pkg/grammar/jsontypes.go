@@ -34,7 +34,7 @@ func (c *schemaCompiler) anyValue() int32 {
 	arr := c.b.rule("any_array")
 	c.b.define(obj, c.genericObject())
 	ws := c.ws()
-	c.b.define(arr, seq(lit("["), ws, opt(seq(call(c.anyRule), rep(seq(ws, lit(","), ws, call(c.anyRule)), 0, -1))), ws, lit("]")))
+	c.b.define(arr, seq(lit("["), ws, opt(seq(call(c.anyRule), rep(seq(ws, lit(","), ws, call(c.anyRule)), 0, c.moreBound()))), ws, lit("]")))
 	c.b.define(c.anyRule, alt(call(obj), call(arr), call(c.stringRule()), numberSyntax(false),
 		lit("true"), lit("false"), lit("null")))
 	return c.anyRule
@@ -43,16 +43,57 @@ func (c *schemaCompiler) anyValue() int32 {
 func (c *schemaCompiler) stringRule() int32 {
 	if c.strRule < 0 {
 		c.strRule = c.b.rule("any_string")
+		if L := c.opts.stringBound(); L >= 0 {
+			if d, err := c.boundedString(0, L); err == nil {
+				c.b.defineDFA(c.strRule, d)
+				return c.strRule
+			}
+			// Too many states for the bound: the unbounded string below.
+		}
 		c.b.define(c.strRule, seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)))
 	}
 	return c.strRule
+}
+
+// boundedString is the automaton of a quoted JSON string of min to max
+// characters, built directly (no determinization) and once per Cache.
+func (c *schemaCompiler) boundedString(min, max int) (*dfa, error) {
+	return c.leaves().fixed(fmt.Sprintf("json-string-%d-%d", min, max), func() (*dfa, error) {
+		chars, err := c.boundedChars(min, max)
+		if err != nil {
+			return nil, err
+		}
+		return quoted(chars), nil
+	})
+}
+
+// boundedChars is the content automaton of min to max JSON characters,
+// shared through the Cache.
+func (c *schemaCompiler) boundedChars(min, max int) (*dfa, error) {
+	return c.leaves().fixed(fmt.Sprintf("json-chars-%d-%d", min, max), func() (*dfa, error) {
+		char, err := c.leaves().fixed("json-char", func() (*dfa, error) { return leafDFA(jsonChar(), nil) })
+		if err != nil {
+			return nil, err
+		}
+		return repeatChar(char, min, max)
+	})
 }
 
 func (c *schemaCompiler) genericObject() frag {
 	v := c.anyValue()
 	ws := c.ws()
 	member := seq(call(c.stringRule()), ws, lit(":"), ws, call(v))
-	return seq(lit("{"), ws, opt(seq(member, rep(seq(ws, lit(","), ws, member), 0, -1))), ws, lit("}"))
+	return seq(lit("{"), ws, opt(seq(member, rep(seq(ws, lit(","), ws, member), 0, c.moreBound()))), ws, lit("}"))
+}
+
+// moreBound is how many items may follow the first of a free-form array
+// or object (the generation bound on items, which also bounds the members
+// of free-form objects), -1 for any number.
+func (c *schemaCompiler) moreBound() int {
+	if n := c.opts.itemsBound(); n >= 0 {
+		return max(n-1, 0)
+	}
+	return -1
 }
 
 // Digits are bounded so a sampled model cannot write numbers forever.
@@ -99,8 +140,18 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	if err != nil {
 		return nil, err
 	}
+	truncate := -1 // generation bound in characters on a pattern's strings
 	if !hasMax {
 		maxL = -1
+		// The generation bound, unless a format bounds the string already
+		// (a pattern's automaton is cut at the bound: see truncated).
+		if L := c.opts.stringBound(); L >= 0 && !c.enforcedFormat(s) {
+			if s.get("pattern") == nil {
+				maxL, hasMax = max(L, minL), true
+			} else {
+				truncate = max(L, 6*minL) // an escape counts as up to 6
+			}
+		}
 	}
 	if minL > maxLengthBound {
 		return nil, unsupported("minLength", fmt.Sprintf("over %d", maxLengthBound))
@@ -113,13 +164,9 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	}
 	var parts []*dfa
 	if minL > 0 || maxL >= 0 {
-		char, err := c.leaves().fixed("json-char", func() (*dfa, error) { return leafDFA(jsonChar(), nil) })
-		if err != nil {
-			return nil, err
-		}
 		var d *dfa
 		if maxL >= 0 {
-			d, err = repeatChar(char, minL, maxL)
+			d, err = c.boundedChars(minL, maxL)
 		} else {
 			d, err = leafDFA(seq(rep(jsonChar(), minL, minL), rep(jsonChar(), 0, -1)), c.leaves())
 		}
@@ -165,6 +212,9 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 	if len(parts) == 0 {
 		return call(c.stringRule()), nil
 	}
+	if len(parts) == 1 && minL == 0 && maxL >= 0 && maxL == c.opts.stringBound() {
+		return call(c.stringRule()), nil // the bounded any_string itself
+	}
 	content := parts[0]
 	if len(parts) > 1 {
 		var err error
@@ -172,9 +222,24 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			return nil, unsupported("pattern", err.Error())
 		}
 	}
+	if truncate >= 0 && content.cyclic() {
+		if t, err := truncated(content, truncate); err == nil {
+			content = t
+		} // else: too large to cut; the unbounded strings stay (still valid)
+	}
 	r := c.b.rule("string")
 	c.b.defineDFA(r, quoted(content))
 	return call(r), nil
+}
+
+// enforcedFormat: s has a format this compiler enforces (each is bounded).
+func (c *schemaCompiler) enforcedFormat(s *jv) bool {
+	fm := s.get("format")
+	if fm == nil || fm.kind != 's' || c.opts.FormatAnnotation {
+		return false
+	}
+	_, ok := formats[fm.str]
+	return ok
 }
 
 // formats are the string formats enforced, as regular expressions over

@@ -21,7 +21,7 @@ type Matcher struct {
 // NewMatcher starts matching g's language with v's tokens.
 func NewMatcher(g *Grammar, v *Vocab) *Matcher {
 	m := &Matcher{g: g, v: v, memo: g.memoFor(v)}
-	m.w = walker{g: g, v: v, states: make([]int32, v.maxDepth+2)}
+	m.w = walker{g: g, v: v, states: make([]int32, v.maxDepth+2), memo: m.memo}
 	m.Reset()
 	return m
 }

@@ -44,6 +44,7 @@ func repeatChar(char *dfa, min, max int) (*dfa, error) {
 		}
 	}
 	d.finish() // every state can still complete: no trimming needed
+	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
 	return d, nil
 }
 
@@ -87,5 +88,116 @@ func quoted(content *dfa) *dfa {
 	}
 	d.accept[n+1] = true
 	d.finish() // content is trimmed, so is this
+	d.counted = content.counted
 	return d
+}
+
+// cyclic reports whether the call-free automaton d accepts unboundedly
+// long texts (every state of a trimmed DFA is live, so a reachable cycle
+// is enough).
+func (d *dfa) cyclic() bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, d.states())
+	type frame struct{ q, c int32 }
+	stack := []frame{{0, 0}}
+	color[0] = grey
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if int(f.c) == d.ncls {
+			color[f.q] = black
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		t := d.trans[int(f.q)*d.ncls+int(f.c)]
+		f.c++
+		if t < 0 {
+			continue
+		}
+		switch color[t] {
+		case grey:
+			return true
+		case white:
+			color[t] = grey
+			stack = append(stack, frame{t, 0})
+		}
+	}
+	return false
+}
+
+// truncated is the call-free automaton d of string content limited to
+// texts of at most maxChars characters, counted as bytes that are not UTF-8
+// continuation bytes (an escape counts as its bytes: a stricter bound,
+// never a looser one). A layered copy of d, built directly: a product with
+// a character counter costs far more. Counting whole characters (not
+// bytes) keeps every state far from the bound plain, so its masks come
+// from the vocabulary's slices.
+func truncated(d *dfa, maxChars int) (*dfa, error) {
+	// Classes: d's, each split by whether its bytes continue a character.
+	var cls [256]uint8
+	var oldOf []int
+	var cont []bool
+	newID := map[int]uint8{}
+	for b := 0; b < 256; b++ {
+		isCont := b >= 0x80 && b <= 0xbf
+		k := int(d.cls[b]) * 2
+		if isCont {
+			k++
+		}
+		id, ok := newID[k]
+		if !ok {
+			id = uint8(len(oldOf))
+			newID[k] = id
+			oldOf = append(oldOf, int(d.cls[b]))
+			cont = append(cont, isCont)
+		}
+		cls[b] = id
+	}
+	ncls := len(oldOf)
+	out := &dfa{cls: cls, ncls: ncls}
+	type key struct {
+		n int   // characters started
+		p int32 // state of d
+	}
+	ids := map[key]int32{}
+	queue := []key{{0, 0}}
+	ids[queue[0]] = 0
+	out.accept = append(out.accept, d.accept[0])
+	out.trans = append(out.trans, make([]int32, ncls)...)
+	for qi := 0; qi < len(queue); qi++ {
+		k := queue[qi]
+		for c := 0; c < ncls; c++ {
+			out.trans[qi*ncls+c] = -1
+			t := d.trans[int(k.p)*d.ncls+oldOf[c]]
+			if t < 0 {
+				continue
+			}
+			nk := key{k.n, t}
+			if !cont[c] {
+				if k.n == maxChars {
+					continue
+				}
+				nk.n++
+			}
+			id, ok := ids[nk]
+			if !ok {
+				id = int32(len(out.accept))
+				if id >= maxDFAStates {
+					return nil, fmt.Errorf("automaton over %d states", maxDFAStates)
+				}
+				ids[nk] = id
+				queue = append(queue, nk)
+				out.accept = append(out.accept, d.accept[t])
+				out.trans = append(out.trans, make([]int32, ncls)...)
+			}
+			out.trans[qi*ncls+c] = id
+		}
+	}
+	out.calls = make([][]callEdge, len(out.accept))
+	out.trim(nil)
+	out.finish()
+	return out, nil
 }

@@ -149,7 +149,25 @@ func VocabFromTokenizer(t TokenSource, extraEOS ...int32) *Vocab {
 	if e := t.EOS(); e >= 0 {
 		eos = append(eos, e)
 	}
-	return NewVocab(toks, eos)
+	v := NewVocab(toks, eos)
+	v.warmStrings(DefaultMaxStringLength)
+	return v
+}
+
+// warmStrings computes what every state of a string of at most maxChars
+// characters allows, once per tokenizer: every bounded string state with
+// as many characters left shares these results (charCounter), so the
+// first masks of a request's strings cost a lookup, not a walk.
+func (v *Vocab) warmStrings(maxChars int) {
+	var leaves leafDFAs
+	c := &schemaCompiler{opts: Options{leaves: &leaves}}
+	d, err := c.boundedString(0, maxChars)
+	if err != nil {
+		return // too many states for the bound: nothing to share
+	}
+	for q := int32(1); q < int32(d.states())-1; q++ {
+		v.leaf(d, q)
+	}
 }
 
 // Size is the number of token ids, the number of bits FillMask writes.

@@ -9,10 +9,19 @@ import (
 
 // walker computes masks by walking the vocabulary trie.
 type walker struct {
-	g      *Grammar
-	v      *Vocab
-	bits   []uint64
-	states []int32 // DFA state per trie depth on the fast path
+	g       *Grammar
+	v       *Vocab
+	bits    []uint64
+	states  []int32   // DFA state per trie depth on the fast path
+	memo    *maskMemo // where exit walks are memoised (nil: not)
+	scratch []uint64
+}
+
+// exitsKey identifies the exit walk of lr above the frames of parent.
+func exitsKey(lr *leafResult, parent *stack) string {
+	buf := append([]byte("x"), lr.exitsID[:]...)
+	buf = append(buf, configKey([]*stack{parent})...)
+	return string(buf)
 }
 
 // fill ORs into bits every token allowed after configuration cfg.
@@ -38,16 +47,31 @@ func (w *walker) fill(cfg []*stack, out []uint64) {
 		if s.parent == nil || len(lr.exits) == 0 {
 			continue
 		}
+		// What the exits allow depends only on the exit nodes and the
+		// frames below, not on the leaf's state: a bounded string's
+		// states share it while the bound is far, so it is memoised.
+		ekey := exitsKey(lr, s.parent)
+		if w.memo != nil && w.memo.orInto(ekey, out) {
+			continue
+		}
 		below, _ := w.g.closure([]*stack{s.parent}, nil)
 		if len(below) == 0 {
 			continue
 		}
-		ew := w
-		if lr.trie != w.v {
-			ew = &walker{g: w.g, v: lr.trie, bits: out, states: w.states}
+		if w.scratch == nil {
+			w.scratch = make([]uint64, len(out))
 		}
+		part := w.scratch[:len(out)]
+		clear(part)
+		ew := &walker{g: w.g, v: lr.trie, bits: part, states: w.states}
 		for _, n := range lr.exits {
 			ew.children(n, below)
+		}
+		for i, x := range part {
+			out[i] |= x
+		}
+		if w.memo != nil {
+			w.memo.put(ekey, part)
 		}
 	}
 	// Stacks whose top calls or returns walk the trie together.
@@ -127,11 +151,12 @@ type leafKey struct {
 // inside the rule, and the trie nodes where the rule may end with more bytes
 // to come, which the frames below decide.
 type leafResult struct {
-	dense  []uint64 // nil when sparse
-	sparse []int32
-	exits  []int32
-	slice  int    // also the Vocab's slice tokens of at most slice-1 characters (0: none)
-	trie   *Vocab // the trie exits index into
+	dense   []uint64 // nil when sparse
+	sparse  []int32
+	exits   []int32
+	exitsID [32]byte // hash of exits and of the trie they index into
+	slice   int      // also the Vocab's slice tokens of at most slice-1 characters (0: none)
+	trie    *Vocab   // the trie exits index into
 }
 
 func (lr *leafResult) orInto(out []uint64, v *Vocab) {
@@ -169,7 +194,11 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	}
 	v.mu.Unlock()
 	if !ok {
-		lang = d.langKey(q)
+		if k, counted := d.countedLang(q); counted {
+			lang = k
+		} else {
+			lang = d.langKey(q)
+		}
 	}
 	v.mu.Lock()
 	v.leafLang[key] = lang
@@ -266,6 +295,14 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 		i++
 	}
 	lr := &leafResult{exits: exits, trie: v}
+	h := sha256.New()
+	if v.rest == nil {
+		h.Write([]byte{1}) // the rest trie (the full one has a rest)
+	}
+	for _, e := range exits {
+		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(e)))
+	}
+	copy(lr.exitsID[:], h.Sum(nil))
 	n := 0
 	for _, x := range bitsOut {
 		n += bits.OnesCount64(x)
@@ -290,6 +327,7 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 type maskMemo struct {
 	mu    sync.RWMutex
 	masks map[string][]uint64
+	once  map[string]struct{} // keys put once, not stored yet
 	bytes int
 }
 
@@ -300,7 +338,7 @@ func (g *Grammar) memoFor(v *Vocab) *maskMemo {
 	defer g.mu.Unlock()
 	m, ok := g.tables[v]
 	if !ok {
-		m = &maskMemo{masks: map[string][]uint64{}}
+		m = &maskMemo{masks: map[string][]uint64{}, once: map[string]struct{}{}}
 		g.tables[v] = m
 	}
 	return m
@@ -316,12 +354,39 @@ func (m *maskMemo) get(key string, out []uint64) bool {
 	return ok
 }
 
+// orInto ORs the mask stored under key into out.
+func (m *maskMemo) orInto(key string, out []uint64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.masks[key]
+	if ok {
+		for i, x := range b {
+			out[i] |= x
+		}
+	}
+	return ok
+}
+
+// maskMemoOnce bounds the keys remembered as seen once.
+const maskMemoOnce = 1 << 14
+
+// put stores b under key the second time key is seen: configurations met
+// once (a bounded string's counting states) would fill the memo with masks
+// never read again, and the copy costs more than the lookup saves.
 func (m *maskMemo) put(key string, b []uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.masks[key]; ok || m.bytes+8*len(b) > maskMemoMax {
 		return
 	}
+	if _, ok := m.once[key]; !ok {
+		if len(m.once) >= maskMemoOnce {
+			clear(m.once)
+		}
+		m.once[key] = struct{}{}
+		return
+	}
+	delete(m.once, key)
 	m.masks[key] = append([]uint64(nil), b...)
 	m.bytes += 8*len(b) + len(key)
 }

@@ -157,9 +157,10 @@ func TestStructuredOutput(t *testing.T) {
 			tokens int
 			err    error
 		}
-		res := make([]result, len(names))
-		parallel(len(names), 16, func(i int) {
-			name := names[i]
+		const seeds = 3 // runs per schema, so the stop rate means something
+		res := make([]result, seeds*len(names))
+		parallel(len(res), 16, func(i int) {
+			name := names[i%len(names)]
 			a, err := postChat(s.base, map[string]any{"model": "m", "temperature": 1, "seed": i, "max_tokens": 1024,
 				"messages":        []map[string]any{{"role": "user", "content": "Answer in JSON."}},
 				"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "strict": true, "schema": schemas[name]}}})
@@ -177,21 +178,22 @@ func TestStructuredOutput(t *testing.T) {
 		})
 		stops := 0
 		for i, r := range res {
+			name := names[i%len(names)]
 			if r.err != nil {
-				t.Errorf("%s: %v", names[i], r.err)
+				t.Errorf("%s: %v", name, r.err)
 			}
 			if r.finish == "stop" {
 				stops++
 			}
-			t.Logf("%-28s %-6s %4d tokens", names[i], r.finish, r.tokens)
+			t.Logf("%-28s seed %2d %-6s %4d tokens", name, i, r.finish, r.tokens)
 		}
-		// Issue #18 asks for >= 95%; unbounded strings keep a random model
-		// writing until the limit (it picks the closing quote among
-		// thousands of string tokens), so this is reported, not asserted,
-		// until pkg/grammar bounds them. Every answer that stopped is valid.
-		t.Logf("%d/%d stopped within 1024 tokens (%.1f%%)", stops, len(res), 100*float64(stops)/float64(len(res)))
-		if stops == 0 {
-			t.Error("no answer ended with stop")
+		// Issue #18: >= 95% stop within 1024 tokens. The grammar's
+		// generation bounds (strings, arrays, whitespace: pkg/grammar
+		// Options) are what make a random model close its strings.
+		rate := float64(stops) / float64(len(res))
+		t.Logf("%d/%d stopped within 1024 tokens (%.1f%%)", stops, len(res), 100*rate)
+		if rate < 0.95 {
+			t.Errorf("%.1f%% of the answers ended with stop, want >= 95%%", 100*rate)
 		}
 	})
 
