@@ -3,7 +3,7 @@
 // through what clients and proxies written for vLLM send (issue #22): vLLM's
 // extra sampling fields, fields this server does not know (ignored with a
 // warning), vLLM fields it cannot honour (refused by name), OpenAI's ranges
-// (negative seed), the served model names and 404 model_not_found, the API
+// (negative seed), logit_bias with values, the served model names and 404 model_not_found, the API
 // key and a CORS preflight, and vLLM's /tokenize, /detokenize and /version.
 //
 // Run it as openai-client-check.mjs (see there for the client's install):
@@ -144,6 +144,42 @@ await check('OpenAI penalty ranges: negative penalties run, beyond ±2 is refuse
   const err = await expectError(() => client.completions.create({ ...base, presence_penalty: 2.5 }), OpenAI.BadRequestError, 400, 'presence 2.5');
   assert(err.param === 'presence_penalty', `param ${err.param}`);
   return JSON.stringify(neg.slice(0, 30));
+});
+
+await check('logit_bias: +100 forces a token, -100 bans one, on both endpoints, streamed alike', async () => {
+  const t = await rootClient.post('/tokenize', { body: { model, prompt: 'the', add_special_tokens: false } });
+  assert(t.tokens.length === 1, `'the' is ${JSON.stringify(t.tokens)}`);
+  const the = t.tokens[0];
+  const base = { model, prompt, max_tokens: 8, temperature: 0 };
+  const forced = await client.completions.create({ ...base, logit_bias: { [the]: 100 } });
+  // The text of 8 times that token: /detokenize drops the first
+  // SentencePiece space, a completion keeps it.
+  const want = ' ' + (await rootClient.post('/detokenize', { body: { model, tokens: Array(8).fill(the) } })).prompt;
+  assert(forced.choices[0].text === want && forced.usage.completion_tokens === 8, `+100: ${JSON.stringify(forced.choices[0].text)}, want ${JSON.stringify(want)}`);
+  const stream = await client.completions.create({ ...base, logit_bias: { [the]: 100 }, stream: true });
+  let streamed = '';
+  for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? '';
+  assert(streamed === want, `streamed ${JSON.stringify(streamed)}`);
+  // Ban the first token greedy picks (and keep the rest of the map large:
+  // any number of entries travels in the request's extras).
+  // (the generated ids: the tokenization of prompt + text past the prompt's).
+  const plain = await client.completions.create(base);
+  const ids = async (text) => (await rootClient.post('/tokenize', { body: { model, prompt: text } })).tokens;
+  const first = (await ids(prompt + plain.choices[0].text))[(await ids(prompt)).length];
+  const ban = {};
+  for (let id = 300; id < 500; id++) ban[id] = 0.25;
+  ban[first] = -100;
+  const banned = await client.completions.create({ ...base, logit_bias: ban });
+  assert(banned.choices[0].text !== plain.choices[0].text, `-100 changed nothing: ${JSON.stringify(banned.choices[0].text)}`);
+  if (withChat) {
+    const chat = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 8,
+      temperature: 0, logit_bias: { [the]: 100 } });
+    assert(chat.choices[0].message.content.trimStart() === want.trimStart() && chat.usage.completion_tokens === 8, `chat +100: ${JSON.stringify(chat.choices[0].message.content)}`);
+  }
+  const err = await expectError(() => client.completions.create({ ...base, logit_bias: { [the]: 101 } }),
+    OpenAI.BadRequestError, 400, 'bias 101');
+  assert(err.param === 'logit_bias' && err.code === 'invalid_value', `param ${err.param} code ${err.code}`);
+  return `'the' = ${the}; banned start ${JSON.stringify(banned.choices[0].text.slice(0, 20))}`;
 });
 
 await check('echo with logprobs: the tokens spell the text, text_offset points into it', async () => {

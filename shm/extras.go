@@ -3,13 +3,14 @@ package shm
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"unicode/utf8"
 )
 
 // Extras are a request's variable-size data: what does not fit the fixed
-// slot because it has no small bound (stop strings now; logit-bias maps,
-// grammars and tool schemas next). The apiserver writes them into the
+// slot because it has no small bound (stop strings, logit-bias maps,
+// grammars and tool schemas). The apiserver writes them into the
 // region's extras pool while the slot is Allocated, before publishing it;
 // infer and the detokenizer read them from the slot (Slot.ExtrasFor) any
 // time while the slot is live, so a restarted reader finds them again; they
@@ -30,10 +31,20 @@ type Extras struct {
 	// StopStrings end the request when the decoded text contains one
 	// (detokenizer). Payload: count u32, then per string len u32 | bytes.
 	StopStrings []string
+	// LogitBias is OpenAI's logit_bias: a value added to a token's logit
+	// before sampling (infer's bias processor), ids strictly increasing.
+	// Payload: count u32, then per entry id i32 | bias f32.
+	LogitBias []TokenBias
 	// Constraint is the request's structured-output constraint (#18), as
 	// pkg/constrain encodes it (JSON); infer turns it into the request's
 	// logits processor. Payload: the bytes.
 	Constraint []byte
+}
+
+// TokenBias is one logit_bias entry.
+type TokenBias struct {
+	ID   int32
+	Bias float32
 }
 
 // ExtraKind names one section of Extras.
@@ -42,6 +53,8 @@ type ExtraKind uint16
 const (
 	// ExtraStopStrings is Extras.StopStrings.
 	ExtraStopStrings ExtraKind = 1
+	// ExtraLogitBias is Extras.LogitBias.
+	ExtraLogitBias ExtraKind = 2
 	// ExtraConstraint is Extras.Constraint.
 	ExtraConstraint ExtraKind = 3
 )
@@ -50,7 +63,9 @@ const (
 const extrasAlign = 64
 
 // Empty reports whether there is nothing to store.
-func (x *Extras) Empty() bool { return len(x.StopStrings) == 0 && len(x.Constraint) == 0 }
+func (x *Extras) Empty() bool {
+	return len(x.StopStrings) == 0 && len(x.LogitBias) == 0 && len(x.Constraint) == 0
+}
 
 // encode returns the sections of x (nil when empty).
 func (x *Extras) encode() []byte {
@@ -71,6 +86,14 @@ func (x *Extras) encode() []byte {
 			p = append(p, s...)
 		}
 		section(ExtraStopStrings, p)
+	}
+	if len(x.LogitBias) > 0 {
+		p := binary.LittleEndian.AppendUint32(nil, uint32(len(x.LogitBias)))
+		for _, e := range x.LogitBias {
+			p = binary.LittleEndian.AppendUint32(p, uint32(e.ID))
+			p = binary.LittleEndian.AppendUint32(p, math.Float32bits(e.Bias))
+		}
+		section(ExtraLogitBias, p)
 	}
 	if len(x.Constraint) > 0 {
 		section(ExtraConstraint, x.Constraint)
@@ -126,6 +149,24 @@ func decodeExtras(b []byte) (Extras, error) {
 			if len(payload) != 0 {
 				return bad("stop strings: %d bytes after the last string", len(payload))
 			}
+		case ExtraLogitBias:
+			if len(payload) < 4 {
+				return bad("logit bias: no count")
+			}
+			count := uint64(binary.LittleEndian.Uint32(payload))
+			payload = payload[4:]
+			if count == 0 || count*8 != uint64(len(payload)) {
+				return bad("logit bias: %d entries in %d bytes", count, len(payload))
+			}
+			x.LogitBias = make([]TokenBias, count)
+			for i := range x.LogitBias {
+				e := TokenBias{ID: int32(binary.LittleEndian.Uint32(payload[8*i:])),
+					Bias: math.Float32frombits(binary.LittleEndian.Uint32(payload[8*i+4:]))}
+				if e.ID < 0 || (i > 0 && e.ID <= x.LogitBias[i-1].ID) || !finite32(e.Bias) {
+					return bad("logit bias entry %d: id %d bias %g", i, e.ID, e.Bias)
+				}
+				x.LogitBias[i] = e
+			}
 		case ExtraConstraint:
 			if len(payload) == 0 {
 				return bad("empty constraint")
@@ -145,8 +186,15 @@ func (x *Extras) validate() error {
 			return fmt.Errorf("stop string %q: empty or not UTF-8", s)
 		}
 	}
+	for i, e := range x.LogitBias {
+		if e.ID < 0 || (i > 0 && e.ID <= x.LogitBias[i-1].ID) || !finite32(e.Bias) {
+			return fmt.Errorf("logit bias entry %d (id %d, bias %g): ids must increase, biases be finite", i, e.ID, e.Bias)
+		}
+	}
 	return nil
 }
+
+func finite32(f float32) bool { return !math.IsInf(float64(f), 0) && !math.IsNaN(float64(f)) }
 
 // extrasPool is the region's extras section and, in the one apiserver
 // process that writes it, the allocator over it. The allocator lives in

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ func TestExtrasRoundTrip(t *testing.T) {
 		"none":          {},
 		"stop strings":  {StopStrings: []string{"\n\n", "User:", "é"}},
 		"one 100 KB":    {StopStrings: []string{big}},
+		"logit bias":    {LogitBias: []TokenBias{{0, -100}, {7, 0.5}, {31999, 100}}},
+		"all three":     {StopStrings: []string{"x"}, LogitBias: []TokenBias{{3, -1}}, Constraint: []byte(`{}`)},
 		"constraint":    {StopStrings: []string{"x"}, Constraint: []byte(`{"grammar":{"Kind":"regex","Text":"a+"}}`)},
 		"100 KB schema": {Constraint: []byte(big)},
 	} {
@@ -180,4 +183,40 @@ func FuzzDecodeExtras(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExtrasLogitBiasRejects: a bias map the decoder would refuse is never
+// written, and a written one that was scribbled on does not decode.
+func TestExtrasLogitBiasRejects(t *testing.T) {
+	r := newTestRegion(t, smallSizes)
+	for name, bias := range map[string][]TokenBias{
+		"negative id":   {{-1, 1}},
+		"ids unsorted":  {{5, 1}, {4, 1}},
+		"id twice":      {{5, 1}, {5, 2}},
+		"infinite bias": {{5, float32(math.Inf(1))}},
+		"not-a-number":  {{5, float32(math.NaN())}},
+	} {
+		s, gen, err := r.Alloc(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Fill(gen, Request{Prompt: []int32{1}, Params: sampleRequest().Params, Extras: Extras{LogitBias: bias}})
+		if !errors.Is(err, ErrTooLong) {
+			t.Errorf("%s: %v, want ErrTooLong (refused before writing)", name, err)
+		}
+		s.Release(gen)
+	}
+	good := (&Extras{LogitBias: []TokenBias{{1, 1}, {2, 2}}}).encode()
+	for name, mut := range map[string]func(b []byte){
+		"zero count":    func(b []byte) { b[8] = 0 },
+		"count too big": func(b []byte) { b[8] = 3 },
+		"ids reversed":  func(b []byte) { b[12], b[20] = 2, 1 },
+		"NaN bias":      func(b []byte) { copy(b[16:], []byte{0, 0, 0xc0, 0x7f}) },
+	} {
+		b := append([]byte(nil), good...)
+		mut(b)
+		if _, err := decodeExtras(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
 }

@@ -104,6 +104,10 @@ type SamplingParams struct {
 	AddSpecialTokens bool
 	// AllowedTokenIDs, when non-empty, are the only tokens sampled.
 	AllowedTokenIDs []int32
+	// LogitBias is OpenAI's logit_bias: token id -> a value in [-100, 100]
+	// added to that token's logit before sampling (greedy included). The
+	// native API's logit_bias is BannedTokenIDs instead, as LightLLM's.
+	LogitBias map[int32]float32
 }
 
 // StopSequence is either token ids or a string (with its tokenization, for

@@ -67,9 +67,7 @@ func (s *Server) parseOpenAICommon(o *object, req *openAIRequest, path string) {
 	}
 	s.stopStrings(o, "stop", p)
 	s.stopTokenIDs(o, "stop_token_ids", p)
-	if c := o.child("logit_bias"); c != nil && len(c.fields) > 0 {
-		o.fail(unsupported("logit_bias", "The logit_bias parameter is not currently supported"))
-	}
+	p.LogitBias = s.openAILogitBias(o, "logit_bias")
 	req.constraint = openAIConstraint(o)
 	o.str("user")
 }

@@ -364,6 +364,40 @@ func (s *Server) logitBiasKeys(o *object, k string) []int32 {
 	return ids
 }
 
+// maxLogitBias is OpenAI's bound on a logit_bias value.
+const maxLogitBias = 100
+
+// openAILogitBias parses OpenAI's logit_bias: {"token id": bias in [-100,
+// 100]}, any number of entries (they travel in the slot's extras). null
+// and {} are no bias.
+func (s *Server) openAILogitBias(o *object, k string) map[int32]float32 {
+	c := o.child(k)
+	if c == nil || len(c.fields) == 0 {
+		return nil
+	}
+	name := o.name(k)
+	out := make(map[int32]float32, len(c.fields))
+	for _, key := range c.keys() {
+		id, err := strconv.ParseInt(key, 10, 64)
+		if err != nil || id < 0 || id >= int64(s.vocab) {
+			o.fail(invalidValue(name, "'%s' key %q is not a token id in [0, %d)", name, key, s.vocab))
+			return nil
+		}
+		v, e := decodeFloat(c.fields[key], name)
+		if e == nil && (v < -maxLogitBias || v > maxLogitBias) {
+			e = invalidValue(name, "'%s' value for token %d must be in [-%d, %d], got %g", name, id, maxLogitBias, maxLogitBias, v)
+		}
+		if e != nil {
+			o.fail(e)
+			return nil
+		}
+		if v != 0 {
+			out[int32(id)] = float32(v)
+		}
+	}
+	return out
+}
+
 // decayPenalty parses exponential_decay_length_penalty: [start, factor].
 func decayPenalty(o *object, k string, p *SamplingParams) {
 	raw, ok := o.raw(k)

@@ -2,7 +2,10 @@ package apiserver_test
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +90,52 @@ func TestNegativeSeedReproducible(t *testing.T) {
 	}
 	if a, b := text("-7"), text("-7"); a != b {
 		t.Errorf("seed -7 not reproducible: %q vs %q", a, b)
+	}
+}
+
+// TestOpenAILogitBias: OpenAI's logit_bias reaches the backend with its
+// values, on both endpoints, any number of entries; 0 entries are dropped,
+// null and {} are no bias; the native API keeps LightLLM's meaning (keys
+// banned).
+func TestOpenAILogitBias(t *testing.T) {
+	ts := startServer(t, apiserver.Options{ChatTemplate: chatML}, fakebackend.Options{})
+	many := make([]string, 300)
+	wantMany := map[int32]float32{}
+	for i := range many {
+		many[i] = fmt.Sprintf(`"%d":%d`, i+10, i%201-100)
+		if v := i%201 - 100; v != 0 {
+			wantMany[int32(i+10)] = float32(v)
+		}
+	}
+	cases := []struct {
+		name, path, body string
+		want             map[int32]float32
+		banned           []int32
+	}{
+		{"completions", "/v1/completions", `{"prompt":"Hi","max_tokens":2,"logit_bias":{"5":-100,"7":2.5,"9":0}}`,
+			map[int32]float32{5: -100, 7: 2.5}, nil},
+		{"chat", "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2,"logit_bias":{"100":100}}`,
+			map[int32]float32{100: 100}, nil},
+		{"300 entries", "/v1/completions", `{"prompt":"Hi","max_tokens":2,"logit_bias":{` + strings.Join(many, ",") + `}}`, wantMany, nil},
+		{"null", "/v1/completions", `{"prompt":"Hi","max_tokens":2,"logit_bias":null}`, nil, nil},
+		{"empty", "/v1/completions", `{"prompt":"Hi","max_tokens":2,"logit_bias":{}}`, nil, nil},
+		{"native bans its keys", "/generate", `{"inputs":"Hi","parameters":{"max_new_tokens":2,"logit_bias":{"5":3}}}`, nil, []int32{5}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(ts.be.Submitted())
+			if r := ts.post(t, tc.path, tc.body); r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			sub := ts.be.Submitted()
+			if len(sub) != before+1 {
+				t.Fatalf("%d submissions, want %d", len(sub), before+1)
+			}
+			p := sub[len(sub)-1].Params
+			if !maps.Equal(p.LogitBias, tc.want) || !slices.Equal(p.BannedTokenIDs, tc.banned) {
+				t.Errorf("bias %v banned %v, want %v and %v", p.LogitBias, p.BannedTokenIDs, tc.want, tc.banned)
+			}
+		})
 	}
 }
 

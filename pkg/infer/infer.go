@@ -357,16 +357,21 @@ func (w *Worker) start(index int, gen uint32) {
 			end(shm.FinishError, "bad extras", err)
 			return
 		}
+		var bias, grammar func() (engine.LogitsProcessor, error)
+		if len(x.LogitBias) > 0 {
+			bias = newBias(x.LogitBias)
+		}
 		if len(x.Constraint) > 0 {
 			if w.o.Constraint == nil {
 				end(shm.FinishError, "constrained request", errors.New("this infer has no grammar engine"))
 				return
 			}
-			if req.NewProcessor, err = w.o.Constraint(x.Constraint); err != nil {
+			if grammar, err = w.o.Constraint(x.Constraint); err != nil {
 				end(shm.FinishError, "constraint", err)
 				return
 			}
 		}
+		req.NewProcessor = chainFactories(bias, grammar)
 	}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {

@@ -82,6 +82,7 @@ func TestAPIParity(t *testing.T) {
 			t.Errorf("a probe was refused:\n%s", tail(s.log.String(), 4096))
 		}
 	})
+	t.Run("logit_bias survives an infer restart", func(t *testing.T) { testLogitBiasRestart(t, s, key) })
 }
 
 // chatMLTemplate gives stories260K (which ships none) a chat template, for

@@ -13,6 +13,7 @@
 package shmbackend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -247,6 +248,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	if err != nil {
 		return nil, err
 	}
+	bias := logitBias(g.Params.LogitBias)
 	if err := b.waitAvailable(ctx); err != nil {
 		return nil, err
 	}
@@ -273,7 +275,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			p.Seed = rand.Int64N(math.MaxInt64)
 		}
 		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt,
-			Extras: shm.Extras{StopStrings: stops, Constraint: constraint}}
+			Extras: shm.Extras{StopStrings: stops, LogitBias: bias, Constraint: constraint}}
 		if err := s.Fill(gen, req); err != nil {
 			switch {
 			case errors.Is(err, shm.ErrTooLong):
@@ -299,6 +301,20 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	b.mu.Unlock()
 	b.bell.Ring() // the dispatcher picks the group up
 	return &apiserver.Stream{ID: id, Events: gr.events}, nil
+}
+
+// logitBias is the extras form of a logit_bias map: ids increasing, so
+// the same request always writes the same bytes.
+func logitBias(m map[int32]float32) []shm.TokenBias {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]shm.TokenBias, 0, len(m))
+	for id, v := range m {
+		out = append(out, shm.TokenBias{ID: id, Bias: v})
+	}
+	slices.SortFunc(out, func(a, b shm.TokenBias) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // slotParams maps the HTTP layer's parameters onto what a slot carries;

@@ -99,6 +99,7 @@ func TestSubmitFillsSlots(t *testing.T) {
 	p.StopSequences = []apiserver.StopSequence{{Text: "The end", IDs: []int32{9, 10}}, {IDs: []int32{7}}, {IDs: []int32{3, 4}}}
 	p.BannedTokenIDs = []int32{4, 2}
 	p.DecayStart, p.DecayFactor = 3, 1.5
+	p.LogitBias = map[int32]float32{9: -100, 3: 0.5, 60: 100}
 	st := submit(t, b, 2, p)
 	g := h.recv()
 	if g.GroupID != st.ID || len(g.Slots) != 2 {
@@ -122,6 +123,9 @@ func TestSubmitFillsSlots(t *testing.T) {
 		x, err := s.ExtrasFor(ref.Gen)
 		if stops := x.StopStrings; err != nil || !slices.Equal(stops, []string{"The end", "<decoded>"}) {
 			t.Errorf("slot %d: stop strings %q, %v", i, stops, err)
+		}
+		if want := []shm.TokenBias{{ID: 3, Bias: 0.5}, {ID: 9, Bias: -100}, {ID: 60, Bias: 100}}; !slices.Equal(x.LogitBias, want) {
+			t.Errorf("slot %d: logit bias %v, want %v (ids increasing)", i, x.LogitBias, want)
 		}
 		seeds = append(seeds, sp.Seed)
 	}
