@@ -155,6 +155,9 @@ func (r *run) abort() {
 func (r *run) close() {
 	if r.left > 0 {
 		r.abort()
+		if ao, ok := r.s.opts.Observer.(AbortObserver); ok && !r.probe {
+			ao.RequestAborted(r.path)
+		}
 	}
 	if acc := r.acc; acc != nil {
 		total := 0

@@ -58,6 +58,14 @@ type AdmissionObserver interface {
 	RequestAdmitted(path string)
 }
 
+// AbortObserver is an Observer that also hears of every generation request
+// that ended unfinished because its client went away (disconnect, a
+// failed write, a closed stream): lightllm_request_aborted. Health probes
+// are left out.
+type AbortObserver interface {
+	RequestAborted(path string)
+}
+
 // RequestStats describes one completed group.
 type RequestStats struct {
 	Path             string

@@ -125,6 +125,10 @@ type Config struct {
 	// wait up to this long and are then refused with 503 + Retry-After;
 	// in-flight ones end with an error once it has been gone this long.
 	UnavailableTimeout Duration `json:"unavailable_timeout"`
+	// StatsInterval: infer logs a vLLM-style stats line (running, waiting,
+	// KV usage, prompt and generation tokens/s, prefix-cache hit rate) this
+	// often while there is activity; 0 turns it off.
+	StatsInterval Duration `json:"stats_interval"`
 
 	// MetricsVLLMCompat also serves the live gauges under vLLM's names
 	// (vllm:num_requests_waiting, ...) on the API port's /metrics, which the
@@ -184,6 +188,7 @@ func DefaultConfig() Config {
 		// LightLLM probes every 88 s; we restart single roles instead of
 		// killing the server, so detecting faults sooner is cheap.
 		HealthInterval:    Duration(10 * time.Second),
+		StatsInterval:     Duration(10 * time.Second),  // vLLM's log_stats interval
 		HealthTimeout:     Duration(200 * time.Second), // LightLLM HEALTH_TIMEOUT
 		HealthFailures:    3,                           // LightLLM's threshold
 		HeartbeatInterval: Duration(time.Second),

@@ -75,6 +75,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&c.ReasoningParser, "reasoning_parser", c.ReasoningParser, "reasoning parser: qwen3, deepseek-r1, none (default: qwen3 when the chat template renders <think> blocks)")
 	fs.BoolVar(&c.MetricsVLLMCompat, "metrics_vllm_compat", c.MetricsVLLMCompat, "also serve the live gauges under vLLM's names (vllm:num_requests_waiting, ...) on the API port's /metrics")
 	fs.Var(&c.HealthInterval, "health_interval", "health role probe interval")
+	fs.Var(&c.StatsInterval, "stats_interval", "infer logs a stats line (running, waiting, KV usage %, prompt/generation tokens/s, prefix-cache hit rate) this often while there is activity (0 = off)")
 	fs.Var(&c.HealthTimeout, "health_timeout", "no progress for this long while busy = unhealthy")
 	fs.IntVar(&c.HealthFailures, "health_failures", c.HealthFailures, "failed checks before health asks for a restart")
 	fs.Var(&c.HeartbeatInterval, "heartbeat_interval", "role → supervisor heartbeat interval")

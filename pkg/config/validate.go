@@ -150,6 +150,9 @@ func (c *Config) validateStatic() error {
 			add("%s must be > 0, got %s", d.name, d.v)
 		}
 	}
+	if c.StatsInterval < 0 {
+		add("stats_interval must be >= 0 (0 = off), got %s", c.StatsInterval)
+	}
 	if c.GracefulTimeout < 0 || c.HeartbeatTimeout < 0 {
 		add("graceful_timeout (%s) and heartbeat_timeout (%s) must be >= 0", c.GracefulTimeout, c.HeartbeatTimeout)
 	}

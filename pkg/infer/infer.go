@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	}
 	defer mc.Close()
 	opts := WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
-		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log,
+		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log, StatsInterval: cfg.StatsInterval.D(),
 		Hooks: TestHooksFromEnv(cfg.RunDir, log)}
 	if e, ok := ex.(*engine.Engine); ok {
 		opts.Constraint = newConstraints(cfg.ModelDir, e.ModelConfig()).processor
@@ -98,6 +98,9 @@ type WorkerOptions struct {
 	// the default, is off.
 	Hooks *TestHooks
 	Log   zerolog.Logger
+	// StatsInterval is how often the stats line is logged while there is
+	// activity (statslog.go); 0 turns it off.
+	StatsInterval time.Duration
 	// Constraint builds the logits processor of a request whose extras
 	// carry a structured-output constraint (pkg/constrain); nil fails such
 	// requests.
@@ -126,6 +129,7 @@ type Worker struct {
 	// last engine counters, for the metric deltas
 	stats      engine.Stats
 	lastReport time.Time
+	statsLog   statsLine
 }
 
 // liveReq is a request the engine holds.
@@ -153,7 +157,8 @@ func NewWorker(region *shm.Region, ex Executor, o WorkerOptions) (*Worker, error
 	if o.StallLimit <= 0 {
 		o.StallLimit = 30 * time.Second
 	}
-	w := &Worker{region: region, ex: ex, o: o, ring: region.Commands(), live: map[uint64]*liveReq{}}
+	w := &Worker{region: region, ex: ex, o: o, ring: region.Commands(), live: map[uint64]*liveReq{},
+		statsLog: statsLine{every: o.StatsInterval}}
 	var err error
 	if w.self, err = region.Role(shm.RoleInfer); err != nil {
 		return nil, err
@@ -255,6 +260,7 @@ func (w *Worker) Iterate() (busy bool, err error) {
 	}
 	w.publishLoad()
 	w.wake()
+	w.logStats(time.Now())
 	now := time.Now().UnixNano()
 	w.lastIter.Store(now)
 	w.self.HeartbeatUnixNano.Store(now)
@@ -455,6 +461,7 @@ func (w *Worker) collect(outs []engine.Output) {
 			}
 			w.writeLogprobs(l, o)
 			l.out++
+			w.statsLog.gen++
 			if err := s.Publish(uint32(l.out), fin); err != nil {
 				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("publish")
 			}

@@ -22,6 +22,7 @@ const (
 	GenerationTokens = "lightllm_generation_tokens_total"
 
 	// Counters LightLLM lacks.
+	RequestAborted      = "lightllm_request_aborted"       // ended unfinished: the client went away (apiserver)
 	RequestPreemptions  = "lightllm_request_preemptions"   // running requests evicted for KV and recomputed later (infer)
 	CacheEvictedTokens  = "lightllm_cache_evicted_tokens"  // prompt-cache tokens evicted to make room (infer)
 	BatchInferenceCount = "lightllm_batch_inference_count" // steps, label method=prefill|decode (infer)
@@ -135,6 +136,7 @@ func defs() []def {
 		{RequestFailure, ipc.CounterAdd, "The number of failed requests", "", bucketsNone, nil},
 		{PromptTokens, ipc.CounterAdd, "Total number of prefill tokens processed", "", bucketsNone, nil},
 		{GenerationTokens, ipc.CounterAdd, "Total number of generation tokens processed", "", bucketsNone, nil},
+		{RequestAborted, ipc.CounterAdd, "Requests that ended unfinished because the client went away (disconnect, closed stream)", "", bucketsNone, nil},
 		{RequestPreemptions, ipc.CounterAdd, "Running requests evicted for KV space and recomputed later", "", bucketsNone, nil},
 		{CacheEvictedTokens, ipc.CounterAdd, "Prompt-cache tokens evicted to make room", "", bucketsNone, nil},
 		{BatchInferenceCount, ipc.CounterAdd, "The number of prefill steps / decode steps", "method", bucketsNone, methods()},

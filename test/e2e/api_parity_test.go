@@ -31,7 +31,7 @@ func TestAPIParity(t *testing.T) {
 	}
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"),
 		"--served_model_name", "stories,story-alias", "--api_key", key, "--allowed_origins", origin,
-		"--health_interval", "200ms", "--chat_template", tmpl)
+		"--health_interval", "200ms", "--chat_template", tmpl, "--stats_interval", "1s")
 	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin, "--chat")
 	t.Run("ollama client", func(t *testing.T) {
 		runNodeScript(t, "ollama-client-check.mjs", []string{envOllamaNodeDir + "=" + ollamaNodeDir(t)},
@@ -70,6 +70,24 @@ func TestAPIParity(t *testing.T) {
 			}
 		}
 		t.Fatalf("no access log line for /v1/completions:\n%s", tail(s.log.String(), 4096))
+	})
+	t.Run("stats line", func(t *testing.T) {
+		// The checks above ran requests; the health probes keep infer busy
+		// enough that a line is due every second.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			for _, l := range strings.Split(s.log.String(), "\n") {
+				if strings.Contains(l, `"role":"infer"`) && strings.Contains(l, `"level":"info"`) &&
+					strings.Contains(l, "Avg generation throughput") && strings.Contains(l, `"kv_usage_pct":`) &&
+					strings.Contains(l, `"prefix_cache_hit_rate_pct":`) && strings.Contains(l, `"waiting":`) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no stats line from infer within 10 s:\n%s", tail(s.log.String(), 4096))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	})
 	t.Run("health probe passes the key", func(t *testing.T) {
 		time.Sleep(time.Second) // five probes

@@ -140,7 +140,7 @@ var obsCounted = []string{
 	"lightllm_request_generated_tokens_count", "lightllm_request_generated_tokens_sum",
 	"lightllm_request_first_token_duration_count", "lightllm_request_mean_time_per_token_duration_count",
 	"lightllm_request_inference_duration_count", "lightllm_request_duration_count",
-	"lightllm_cache_length_sum",
+	"lightllm_cache_length_sum", "lightllm_request_aborted_total",
 }
 
 // obsSnapshot reads obsCounted from one scrape.
@@ -292,7 +292,7 @@ func obsCounts(ctx context.Context, t *testing.T, s *server, apiURL, metricURL s
 		}
 	}
 	// A client that goes away mid-stream was admitted: it counts as a
-	// request, neither a success nor a failure.
+	// request, neither a success nor a failure, and as aborted (#22).
 	sctx, stop := context.WithCancel(ctx)
 	_, _, err = s.stream(sctx, "Lily", map[string]any{"max_new_tokens": 400, "ignore_eos": true}, func(int) { stop() })
 	stop()
@@ -300,6 +300,7 @@ func obsCounts(ctx context.Context, t *testing.T, s *server, apiURL, metricURL s
 		t.Fatal("the stream finished although its client left after the first event")
 	}
 	want["lightllm_request_count_total"]++
+	want["lightllm_request_aborted_total"]++
 	// A rejected request counts as a failure only.
 	if _, err := obsPost(ctx, s.base+"/generate", map[string]any{"inputs": 5}, nil, nil); err == nil {
 		t.Fatal("a numeric prompt was accepted")

@@ -15,6 +15,11 @@ var _ apiserver.Observer = Observer{}
 
 var _ apiserver.AdmissionObserver = Observer{}
 
+var _ apiserver.AbortObserver = Observer{}
+
+// RequestAborted implements apiserver.AbortObserver.
+func (o Observer) RequestAborted(string) { o.C.Counter(metrics.RequestAborted, 1) }
+
 // RequestAdmitted implements apiserver.AdmissionObserver: LightLLM counts a
 // request when it is admitted, whatever becomes of it.
 func (o Observer) RequestAdmitted(string) { o.C.Counter(metrics.RequestCount, 1) }
