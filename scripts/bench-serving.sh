@@ -17,7 +17,12 @@
 #                                          or any model directory / .gguf path
 #        CACHE=/tmp/lightllm-bench-models  generated models and the binaries (bin/)
 #        RUNS=3                             alternating engine/server rounds; the table shows medians
-#        MIN_PROMPTS=8                      requests per stream count are max(C, MIN_PROMPTS)
+#        WAVES=3 MIN_PROMPTS=8              requests per stream count are max(WAVES*C, MIN_PROMPTS):
+#                                           several waves, so that connection set-up and the
+#                                           first prefill of a single wave do not dominate a
+#                                           ~100 ms run (each finished request is replaced at
+#                                           once, its prefill joining the others' decode steps,
+#                                           as the engine's decode_tok_s_xC includes prefills)
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine and of every
 #                                           server role there (LIGHTLLM_CPUPROFILE_DIR)
@@ -31,6 +36,7 @@ GEN=${GEN:-64}
 MODELS=${MODELS:-"stories260K m160-q8_0"}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 MIN_PROMPTS=${MIN_PROMPTS:-8}
+WAVES=${WAVES:-3}
 PORT=${PORT:-18925}
 CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 OUT=${OUT:-}
@@ -112,7 +118,7 @@ for name in $MODELS; do
 		record engine "$name" 0 "$("$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
 			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --json "${prof[@]}")"
 		for s in $STREAMS; do
-			n=$((s > MIN_PROMPTS ? s : MIN_PROMPTS))
+			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
 			/usr/bin/time -f '%U %S' -o "$work/cpu" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
 				--tokenizer "$model" --input_len "$PROMPT" --output_len "$GEN" --ignore_eos --max_concurrency "$s" \

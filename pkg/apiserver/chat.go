@@ -281,6 +281,7 @@ func (s *Server) chatCollect(w http.ResponseWriter, r *http.Request, req *chatRe
 // chunk; then the usage chunk when asked; then [DONE].
 func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, req *chatRequest, rn *run) {
 	sse := newSSE(w, false)
+	rn.attach(sse)
 	id := "chatcmpl-" + requestIDFrom(r.Context())
 	created, model := s.opts.Now().Unix(), s.responseModel(&req.openAIRequest)
 	n := rn.group.N

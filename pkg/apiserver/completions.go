@@ -410,6 +410,7 @@ func bestOrder(seqs []seqResult, n int) []int {
 // then the usage chunk when asked, then [DONE].
 func (s *Server) completionStream(w http.ResponseWriter, r *http.Request, req *completionRequest, rn *run) {
 	sse := newSSE(w, false)
+	rn.attach(sse)
 	id := "cmpl-" + requestIDFrom(r.Context())
 	created, model := s.opts.Now().Unix(), s.responseModel(&req.openAIRequest)
 	n := rn.group.N

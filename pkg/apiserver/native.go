@@ -286,6 +286,7 @@ func finishReasonPtr(ev *Event) *string {
 // lightllm_generate_stream (no [DONE]).
 func (s *Server) nativeStream(w http.ResponseWriter, r *http.Request, run *run) {
 	sse := newSSE(w, true)
+	run.attach(sse)
 	usage := inputUsage{Text: len(run.group.Prompt)}
 	for {
 		ev, ok, err := run.next(r.Context())

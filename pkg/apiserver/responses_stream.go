@@ -115,6 +115,7 @@ func (s *sseWriter) typedEvent(typ string, v map[string]any) error {
 // output_text part.
 func (s *Server) responsesStream(w http.ResponseWriter, r *http.Request, req *responsesRequest, rn *run) {
 	sse := newSSE(w, false)
+	rn.attach(sse)
 	seq := 0
 	emit := func(typ string, v map[string]any) bool {
 		v["sequence_number"] = seq

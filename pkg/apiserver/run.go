@@ -28,6 +28,20 @@ type run struct {
 	abortOnce  sync.Once
 	// probe: a health probe's request, kept out of the Observer.
 	probe bool
+	// sse, when set, is the stream the events are written to: its writes
+	// are flushed when next would block, not one by one (see attach).
+	sse *sseWriter
+}
+
+// attach makes next flush sse only when no further event is waiting, so
+// the events that are already queued when the handler wakes (the
+// detokenizer delivers a step's tokens together; a busy apiserver falls
+// behind by several) go out in one write instead of one write syscall
+// each. Nothing waits for a later event: the flush happens before next
+// blocks, so a lone event is sent at once, as before.
+func (r *run) attach(sse *sseWriter) {
+	r.sse = sse
+	sse.deferFlush = true
 }
 
 // submit admits g: refused while draining, when the server is not ready,
@@ -78,6 +92,9 @@ func (r *run) next(ctx context.Context) (Event, bool, error) {
 	for r.left > 0 {
 		if r.closed {
 			return r.lostSequence(), true, nil
+		}
+		if r.sse != nil && len(r.events) == 0 {
+			r.sse.flush()
 		}
 		select {
 		case ev, ok := <-r.events:
@@ -197,6 +214,9 @@ type sseWriter struct {
 	rc     *http.ResponseController
 	prefix string
 	err    error
+	// deferFlush: raw leaves the flush to flush (a run attached to the
+	// writer calls it before waiting); unflushed says there is one to do.
+	deferFlush, unflushed bool
 }
 
 func newSSE(w http.ResponseWriter, native bool) *sseWriter {
@@ -236,10 +256,22 @@ func (s *sseWriter) raw(b []byte) error {
 		s.err = err
 		return err
 	}
+	s.unflushed = true
+	if !s.deferFlush {
+		s.flush()
+	}
+	return s.err
+}
+
+// flush sends what raw wrote since the last flush.
+func (s *sseWriter) flush() {
+	if s.err != nil || !s.unflushed {
+		return
+	}
+	s.unflushed = false
 	if err := s.rc.Flush(); err != nil {
 		s.err = err
 	}
-	return s.err
 }
 
 // done writes OpenAI's terminating event.

@@ -155,6 +155,11 @@ type Config struct {
 	RestartWindow     Duration `json:"restart_window"`
 	RestartBackoff    Duration `json:"restart_backoff"`
 	RestartBackoffMax Duration `json:"restart_backoff_max"`
+	// PipelineNice is the nice value the roles other than infer lower
+	// themselves to (0 leaves them as launched): on a machine with few
+	// cores the engine's step then gets a core first, and the pipeline
+	// catches up in bigger writes instead of pre-empting it (issue 25).
+	PipelineNice int `json:"pipeline_nice"`
 
 	// Set by Resolve.
 	Resolved    bool   `json:"resolved"`
@@ -209,5 +214,6 @@ func DefaultConfig() Config {
 		// A crash-looping role is retried this often for good: it bounds
 		// how long a fixed cause (a model file restored) goes unnoticed.
 		RestartBackoffMax: Duration(10 * time.Second),
+		PipelineNice:      5,
 	}
 }

@@ -132,6 +132,9 @@ func (c *Config) validateStatic() error {
 	if c.HealthFailures < 1 {
 		add("health_failures must be >= 1, got %d", c.HealthFailures)
 	}
+	if c.PipelineNice < 0 || c.PipelineNice > 19 {
+		add("pipeline_nice must be in [0, 19], got %d", c.PipelineNice)
+	}
 	if c.RestartBudget < 0 {
 		add("restart_budget must be >= 0, got %d", c.RestartBudget)
 	}

@@ -368,3 +368,37 @@ func TestBadFrameKeepsPuller(t *testing.T) {
 		t.Fatalf("Recv after Close: %v", err)
 	}
 }
+
+// TestOptionalPusherBatches: messages sent together reach the puller one by
+// one, in order, and all are counted as sent, whether the pusher frames
+// them singly or in batches.
+func TestOptionalPusherBatches(t *testing.T) {
+	ep := endpoint(t, "metric.sock")
+	pull, err := NewPuller(ep, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	push, err := NewOptionalPusher(ep, fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer push.Close()
+	ctx := testCtx(t)
+	const n = 600 // more than MaxBatch: at least three frames
+	for i := range n {
+		push.Send(&Metric{Kind: CounterAdd, Name: "c", Value: float64(i)})
+	}
+	for i := range n {
+		m, err := pull.Recv(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if mm, ok := m.(*Metric); !ok || mm.Value != float64(i) {
+			t.Fatalf("message %d: %#v", i, m)
+		}
+	}
+	if sent, dropped := push.Stats(); sent != n || dropped != 0 {
+		t.Fatalf("sent %d dropped %d, want %d and 0", sent, dropped, n)
+	}
+}

@@ -20,6 +20,10 @@ type Type uint8
 const (
 	TypeNewGroup Type = iota + 1 // apiserver → router, router → detokenizer
 	TypeMetric                   // every role → metric
+	// TypeBatch is a frame of several messages (EncodeBatch): the
+	// OptionalPusher sends what queued up while it was writing in one
+	// frame, one ZMQ write instead of one per message.
+	TypeBatch
 	numTypes
 )
 
@@ -33,6 +37,7 @@ const (
 	MaxGroupSlots = 4096
 	MaxLabels     = 32
 	MaxString     = 4096
+	MaxBatch      = 256
 )
 
 // ErrBadMessage wraps every Decode error.
@@ -86,6 +91,70 @@ func (*Metric) Type() Type   { return TypeMetric }
 // Encode returns the wire form of m.
 func Encode(m Message) []byte {
 	return m.appendTo([]byte{byte(m.Type()), formatVersion})
+}
+
+// EncodeBatch returns one frame holding the encoded messages frames (each
+// from Encode, at most MaxBatch): the type and version bytes, the count,
+// then each message length-prefixed.
+func EncodeBatch(frames [][]byte) []byte {
+	n := 2 + binary.MaxVarintLen64
+	for _, f := range frames {
+		n += binary.MaxVarintLen64 + len(f)
+	}
+	b := append(make([]byte, 0, n), byte(TypeBatch), formatVersion)
+	b = binary.AppendUvarint(b, uint64(len(frames)))
+	for _, f := range frames {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+// DecodeFrame parses a frame into its messages: one, or a batch's. A
+// malformed batch is an error for the whole frame; batches do not nest.
+func DecodeFrame(b []byte) ([]Message, error) {
+	if len(b) < 2 || Type(b[0]) != TypeBatch {
+		m, err := Decode(b)
+		if err != nil {
+			return nil, err
+		}
+		return []Message{m}, nil
+	}
+	if b[1] != formatVersion {
+		return nil, fmt.Errorf("format version %d, want %d: %w", b[1], formatVersion, ErrBadMessage)
+	}
+	d := &decoder{b: b[2:]}
+	n := d.uvarint()
+	if d.err == nil && (n == 0 || n > MaxBatch) {
+		d.fail("batch of %d messages", n)
+	}
+	var out []Message
+	for i := uint64(0); d.err == nil && i < n; i++ {
+		l := d.uvarint()
+		if d.err == nil && l > uint64(len(d.b)) {
+			d.fail("message %d: %d bytes, %d left", i, l, len(d.b))
+		}
+		if d.err != nil {
+			break
+		}
+		f := d.b[:l]
+		d.b = d.b[l:]
+		if len(f) >= 1 && Type(f[0]) == TypeBatch {
+			return nil, fmt.Errorf("nested batch: %w", ErrBadMessage)
+		}
+		m, err := Decode(f)
+		if err != nil {
+			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		out = append(out, m)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%v: %w", d.err, ErrBadMessage)
+	}
+	return out, nil
 }
 
 // Decode parses one frame. Every malformed input is an error wrapping

@@ -85,3 +85,56 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestBatchRoundTrip(t *testing.T) {
+	ms := []Message{
+		&Metric{Kind: CounterAdd, Name: "a", Value: 1},
+		&NewGroup{GroupID: 7, Arrival: time.Unix(0, 5), Slots: []SlotRef{{3, 4}}},
+		&Metric{Kind: HistogramObserve, Name: "h", Labels: []Label{{"method", "decode"}}, Value: 0.5},
+	}
+	for n := 1; n <= len(ms); n++ {
+		frames := make([][]byte, n)
+		for i := range frames {
+			frames[i] = Encode(ms[i])
+		}
+		got, err := DecodeFrame(EncodeBatch(frames))
+		if err != nil {
+			t.Fatalf("%d messages: %v", n, err)
+		}
+		if !reflect.DeepEqual(got, ms[:n]) {
+			t.Fatalf("%d messages:\n got %#v\nwant %#v", n, got, ms[:n])
+		}
+	}
+	// A plain frame decodes as one message.
+	if got, err := DecodeFrame(Encode(ms[0])); err != nil || !reflect.DeepEqual(got, ms[:1]) {
+		t.Fatalf("single frame: %#v, %v", got, err)
+	}
+}
+
+func TestDecodeFrameErrors(t *testing.T) {
+	one := Encode(&Metric{Kind: GaugeSet, Name: "g"})
+	good := EncodeBatch([][]byte{one, one})
+	over := make([][]byte, MaxBatch+1)
+	for i := range over {
+		over[i] = one
+	}
+	for name, b := range map[string][]byte{
+		"empty batch":   {byte(TypeBatch), formatVersion, 0},
+		"old version":   {byte(TypeBatch), formatVersion + 1, 1},
+		"truncated":     good[:len(good)-1],
+		"trailing":      append(append([]byte{}, good...), 0),
+		"length beyond": {byte(TypeBatch), formatVersion, 1, 0x7f, byte(TypeMetric)},
+		"too many":      EncodeBatch(over),
+		"nested":        EncodeBatch([][]byte{good}),
+		"bad inner":     EncodeBatch([][]byte{one[:len(one)-1]}),
+		"no count":      {byte(TypeBatch), formatVersion},
+	} {
+		if ms, err := DecodeFrame(b); !errors.Is(err, ErrBadMessage) {
+			t.Errorf("%s: DecodeFrame = %#v, %v; want ErrBadMessage", name, ms, err)
+		}
+	}
+	// Decode (one message) refuses a batch: receivers call DecodeFrame.
+	if _, err := Decode(good); !errors.Is(err, ErrBadMessage) {
+		t.Errorf("Decode(batch) = %v", err)
+	}
+}

@@ -90,24 +90,31 @@ func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, dis
 		if msg.Type == zmq4.CmdMsg {
 			continue
 		}
-		var it item
+		var items []item
 		if len(msg.Frames) != 1 {
-			it.err = fmt.Errorf("%d frames, want 1: %w", len(msg.Frames), ErrBadMessage)
+			items = []item{{err: fmt.Errorf("%d frames, want 1: %w", len(msg.Frames), ErrBadMessage)}}
+		} else if ms, err := DecodeFrame(msg.Frames[0]); err != nil {
+			items = []item{{err: err}}
 		} else {
-			it.m, it.err = Decode(msg.Frames[0])
+			items = make([]item, len(ms))
+			for i, m := range ms {
+				items[i].m = m
+			}
 		}
-		received.Add(1)
-		if keepOnError {
+		for _, it := range items {
+			received.Add(1)
+			if keepOnError {
+				select {
+				case ch <- it:
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
 			select {
 			case ch <- it:
-			case <-ctx.Done():
-				return
+			default:
 			}
-			continue
-		}
-		select {
-		case ch <- it:
-		default:
 		}
 	}
 }

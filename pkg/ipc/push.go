@@ -155,6 +155,10 @@ func (p *Pusher) Close() error {
 	return nil
 }
 
+// optionalLinger is how long an OptionalPusher collects messages into one
+// frame after the first.
+const optionalLinger = 5 * time.Millisecond
+
 // OptionalPusher is the PUSH end towards a peer the sender must never wait
 // for (every role → metric). Send only queues; a background goroutine
 // writes. While the peer is down, or not reading fast enough, messages are
@@ -212,7 +216,10 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 		sock     zmq4.Socket
 		bo       = newBackoff(p.opts)
 		nextDial = time.Time{}
+		batch    [][]byte
+		linger   = time.NewTimer(time.Hour)
 	)
+	linger.Stop()
 	defer func() {
 		if sock != nil {
 			sock.Close()
@@ -239,8 +246,36 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 			return
 		case data = <-p.ch:
 		}
+		// What arrives within optionalLinger of the first message goes out
+		// with it as one frame: a ZMQ write costs two syscalls here, and
+		// infer's per-step metrics plus the apiserver's per-request ones
+		// would otherwise cost a write (and a wake-up of the metric role)
+		// each. Metrics are scraped every few seconds; 5 ms is invisible.
+		n := uint64(1)
+		batch = append(batch[:0], data)
+		linger.Reset(optionalLinger)
+	collect:
+		for len(batch) < MaxBatch {
+			select {
+			case f := <-p.ch:
+				batch = append(batch, f)
+			case <-linger.C:
+				break collect
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !linger.Stop() {
+			select {
+			case <-linger.C:
+			default:
+			}
+		}
+		if len(batch) > 1 {
+			data, n = EncodeBatch(batch), uint64(len(batch))
+		}
 		if sock == nil && !connect() {
-			p.dropped.Add(1)
+			p.dropped.Add(n)
 			continue
 		}
 		err := sendOrClose(ctx, sock, data)
@@ -257,10 +292,10 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 				sock.Close()
 				sock = nil
 			}
-			p.dropped.Add(1)
+			p.dropped.Add(n)
 			p.opts.Logger.Debug().Err(err).Str("endpoint", p.endpoint).Msg("optional peer down; dropping")
 			continue
 		}
-		p.sent.Add(1)
+		p.sent.Add(n)
 	}
 }

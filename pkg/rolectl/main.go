@@ -94,6 +94,11 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 	if err != nil {
 		return fail(2, err)
 	}
+	if role != config.RoleInfer && cfg.PipelineNice > 0 {
+		if err := lowerPriority(cfg.PipelineNice); err != nil {
+			return fail(1, fmt.Errorf("pipeline_nice %d: %w", cfg.PipelineNice, err))
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -37,6 +37,9 @@ import (
 // noticed at this pace at worst.
 const pollWait = 20 * time.Millisecond
 
+// strandEvery is how often the dispatcher checks for stranded requests.
+const strandEvery = 50 * time.Millisecond
+
 // Options configure New.
 type Options struct {
 	Region *shm.Region

@@ -64,8 +64,9 @@ func (g *group) isAborted() bool {
 func (b *Backend) dispatch() {
 	defer b.wg.Done()
 	var (
-		reaping [][]seqSlot
-		buf     []byte
+		reaping    [][]seqSlot
+		buf        []byte
+		lastStrand time.Time
 	)
 	for b.ctx.Err() == nil {
 		seen := b.bell.Seq()
@@ -77,7 +78,13 @@ func (b *Backend) dispatch() {
 		reaping = append(reaping, b.adopted...)
 		b.adopted = b.adopted[:0]
 		b.mu.Unlock()
-		b.failStranded(time.Now())
+		// failStranded asks the kernel whether three processes live: not
+		// on every wake-up (one per engine step under load), every
+		// strandEvery; it acts after UnavailableTimeout (seconds).
+		if now := time.Now(); now.Sub(lastStrand) >= strandEvery {
+			lastStrand = now
+			b.failStranded(now)
+		}
 		for _, g := range groups {
 			if !g.isAborted() {
 				buf = b.pump(g, buf)

@@ -1,0 +1,58 @@
+//go:build linux
+
+package rolectl
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// lowerPriority sets every thread of this process to nice value n unless
+// it already runs at n or lower priority (a process launched under nice
+// keeps its setting). Linux keeps a nice value per thread: the ones the Go
+// runtime starts later are cloned from these and inherit it. Raising the
+// nice value needs no privilege.
+func lowerPriority(n int) error {
+	cur, err := selfNice()
+	if err != nil {
+		return err
+	}
+	if cur >= n {
+		return nil
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		// A thread that exited since the listing is no error.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("setpriority thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
+// selfNice reads this thread's nice value (field 19 of /proc/thread-self/stat).
+func selfNice() (int, error) {
+	b, err := os.ReadFile("/proc/thread-self/stat")
+	if err != nil {
+		return 0, fmt.Errorf("read nice value: %w", err)
+	}
+	// The command name (field 2) may hold spaces; count from its ")".
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 17 {
+		return 0, fmt.Errorf("read nice value: short stat line")
+	}
+	return strconv.Atoi(f[16]) // fields 3.. start at f[0]; nice is field 19
+}

@@ -1,0 +1,102 @@
+//go:build linux
+
+package rolectl
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestLowerPriority runs in a child process (it renices the whole process):
+// every thread ends at the wanted nice value, or keeps a higher one it
+// already had.
+func TestLowerPriority(t *testing.T) {
+	if spec := os.Getenv("ROLECTL_NICE_CHILD"); spec != "" {
+		var start, want int
+		fmt.Sscanf(spec, "%d %d", &start, &want)
+		// Setting a lower nice value than the test runs at needs
+		// privilege: without it the child starts where it was launched.
+		for _, tid := range threads(t) {
+			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, start)
+		}
+		cur, err := selfNice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("START %d\n", cur)
+		if err := lowerPriority(want); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tid := range threads(t) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+			if err != nil {
+				continue // exited
+			}
+			f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+1:])
+			out = append(out, f[16])
+		}
+		fmt.Printf("NICES %s\n", strings.Join(out, " "))
+		return
+	}
+	for _, tc := range []struct {
+		name        string
+		start, want int
+	}{
+		{"lowers every thread", 0, 7},
+		{"keeps a lower priority", 12, 5},
+		{"same value", 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLowerPriority$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("ROLECTL_NICE_CHILD=%d %d", tc.start, tc.want))
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, b)
+			}
+			var line string
+			start := -100
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "NICES "); ok {
+					line = v
+				}
+				if v, ok := strings.CutPrefix(l, "START "); ok {
+					start, _ = strconv.Atoi(v)
+				}
+			}
+			if start == -100 {
+				t.Fatalf("child printed no START line\n%s", b)
+			}
+			expect := strconv.Itoa(max(start, tc.want))
+			vals := strings.Fields(line)
+			if len(vals) < 2 {
+				t.Fatalf("want the nice value of several threads, got %q\n%s", line, b)
+			}
+			for _, v := range vals {
+				if v != expect {
+					t.Fatalf("thread nice values %q (child started at %d), want all %s", line, start, expect)
+				}
+			}
+		})
+	}
+}
+
+func threads(t *testing.T) []int {
+	es, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, e := range es {
+		if id, err := strconv.Atoi(e.Name()); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package rolectl
+
+import "errors"
+
+func lowerPriority(int) error {
+	return errors.New("pipeline_nice needs Linux (per-thread nice values); set it to 0")
+}
