@@ -21,6 +21,7 @@ type dfa struct {
 	leaf     bool         // no state calls anything
 	hash     [32]byte     // identity of (trans, accept) for leaf rules, keys Vocab caches
 	counted  *charCounter // set on quoted counted strings (see quoted)
+	cut      *cutInfo     // set on truncated content and its quoted form
 }
 
 // charCounter describes a quoted string of min to max characters built by

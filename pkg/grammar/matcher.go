@@ -168,8 +168,22 @@ func (m *Matcher) FillMask(bits []uint64) int {
 		return popcount(bits)
 	}
 	m.w.fill(m.cfg, bits)
-	m.memo.put(key, bits)
+	if !m.counting() {
+		m.memo.put(key, bits)
+	}
 	return popcount(bits)
+}
+
+// counting: some stack stands in a counted or truncated string, a state
+// met once per string; its mask is not worth a copy in the memo (what such
+// states allow on their own is cached per vocabulary anyway).
+func (m *Matcher) counting() bool {
+	for _, s := range m.cfg {
+		if d := m.g.rules[s.rule]; d.counted != nil || d.cut != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }

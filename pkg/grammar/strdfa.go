@@ -89,6 +89,12 @@ func quoted(content *dfa) *dfa {
 	d.accept[n+1] = true
 	d.finish() // content is trimmed, so is this
 	d.counted = content.counted
+	if c := content.cut; c != nil {
+		if c.quotedSrc == nil {
+			c.quotedSrc = quoted(c.src)
+		}
+		d.cut = c
+	}
 	return d
 }
 
@@ -199,5 +205,69 @@ func truncated(d *dfa, maxChars int) (*dfa, error) {
 	out.calls = make([][]callEdge, len(out.accept))
 	out.trim(nil)
 	out.finish()
+	cut := &cutInfo{src: d, state: make([]int32, len(queue)), left: make([]int32, len(queue)), dist: d.toAccept()}
+	for i, k := range queue {
+		cut.state[i], cut.left[i] = k.p, int32(maxChars-k.n)
+	}
+	out.cut = cut
 	return out, nil
+}
+
+// cutInfo maps the states of a truncated automaton to the source's: state
+// q is state[q] of src with left[q] characters to go. What a state allows
+// is derived from what its source state allows (see Vocab.cutLeaf).
+type cutInfo struct {
+	src         *dfa
+	state, left []int32
+	dist        []int32 // per source state: the fewest characters to acceptance
+	quotedSrc   *dfa    // quoted(src), for the quoted automaton's states
+}
+
+// toAccept is, per state, the fewest characters (bytes that are not UTF-8
+// continuations) that lead to acceptance.
+func (d *dfa) toAccept() []int32 {
+	n := d.states()
+	rev := make([][]int32, n) // predecessor lists, weight folded in below
+	cost := make([][]bool, n)
+	for q := 0; q < n; q++ {
+		for b := 0; b < 256; b++ {
+			if t := d.next(int32(q), byte(b)); t >= 0 {
+				rev[t] = append(rev[t], int32(q))
+				cost[t] = append(cost[t], !(b >= 0x80 && b <= 0xbf))
+			}
+		}
+	}
+	const inf = int32(1 << 30)
+	dist := make([]int32, n)
+	var front, back []int32 // 0-1 BFS deque as two stacks
+	for q := range dist {
+		dist[q] = inf
+		if d.accept[q] {
+			dist[q] = 0
+			front = append(front, int32(q))
+		}
+	}
+	for len(front) > 0 || len(back) > 0 {
+		var t int32
+		if len(front) > 0 {
+			t, front = front[len(front)-1], front[:len(front)-1]
+		} else {
+			t, back = back[0], back[1:]
+		}
+		for i, q := range rev[t] {
+			w := int32(0)
+			if cost[t][i] {
+				w = 1
+			}
+			if dist[t]+w < dist[q] {
+				dist[q] = dist[t] + w
+				if w == 0 {
+					front = append(front, q)
+				} else {
+					back = append(back, q)
+				}
+			}
+		}
+	}
+	return dist
 }

@@ -48,6 +48,7 @@ type Vocab struct {
 	leafLang  map[leafKey][32]byte // (rule automaton, state) → language key
 	leafCache map[[32]byte]*leafResult
 	leafBytes int // memory held by leafCache, bounded by leafCacheMax
+	cutBases  map[cutKey]*cutBase
 }
 
 const leafCacheMax = 256 << 20

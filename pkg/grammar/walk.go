@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -207,7 +208,9 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	if ok {
 		return lr
 	}
-	if k, ok := d.plainDepth(q, v.sliceChars); ok {
+	if j := int(q) - 1; d.cut != nil && d.cut.quotedSrc != nil && j >= 0 && j < len(d.cut.state) {
+		lr = v.cutLeaf(d.cut, j)
+	} else if k, ok := d.plainDepth(q, v.sliceChars); ok {
 		lr = v.rest.computeLeaf(d, q)
 		lr.slice = k + 1
 	} else {
@@ -294,6 +297,11 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 		st[dep] = q
 		i++
 	}
+	return v.newLeafResult(bitsOut, exits)
+}
+
+// newLeafResult packs a leaf's tokens (sparse when few) and exit nodes.
+func (v *Vocab) newLeafResult(bitsOut []uint64, exits []int32) *leafResult {
 	lr := &leafResult{exits: exits, trie: v}
 	h := sha256.New()
 	if v.rest == nil {
@@ -327,7 +335,6 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 type maskMemo struct {
 	mu    sync.RWMutex
 	masks map[string][]uint64
-	once  map[string]struct{} // keys put once, not stored yet
 	bytes int
 }
 
@@ -338,7 +345,7 @@ func (g *Grammar) memoFor(v *Vocab) *maskMemo {
 	defer g.mu.Unlock()
 	m, ok := g.tables[v]
 	if !ok {
-		m = &maskMemo{masks: map[string][]uint64{}, once: map[string]struct{}{}}
+		m = &maskMemo{masks: map[string][]uint64{}}
 		g.tables[v] = m
 	}
 	return m
@@ -367,26 +374,13 @@ func (m *maskMemo) orInto(key string, out []uint64) bool {
 	return ok
 }
 
-// maskMemoOnce bounds the keys remembered as seen once.
-const maskMemoOnce = 1 << 14
-
-// put stores b under key the second time key is seen: configurations met
-// once (a bounded string's counting states) would fill the memo with masks
-// never read again, and the copy costs more than the lookup saves.
+// put stores a copy of b under key while the memo has room.
 func (m *maskMemo) put(key string, b []uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.masks[key]; ok || m.bytes+8*len(b) > maskMemoMax {
 		return
 	}
-	if _, ok := m.once[key]; !ok {
-		if len(m.once) >= maskMemoOnce {
-			clear(m.once)
-		}
-		m.once[key] = struct{}{}
-		return
-	}
-	delete(m.once, key)
 	m.masks[key] = append([]uint64(nil), b...)
 	m.bytes += 8*len(b) + len(key)
 }
@@ -508,4 +502,99 @@ func (d *dfa) charSteps(s int32, emit func(int32)) bool {
 		return true
 	}
 	return walk(pos{0, s})
+}
+
+// cutBase is what a source state of a truncated string allows, each token
+// and exit node with its need: the characters it writes plus the fewest
+// the state it reaches needs to finish.
+type cutBase struct {
+	bits  []uint64
+	toks  []cutItem // by need, largest first
+	exits []cutItem
+}
+
+type cutItem struct{ id, need int32 }
+
+type cutKey struct {
+	src   *dfa
+	state int32
+}
+
+// cutLeaf derives what state j of a truncated content automaton allows from
+// its source state: a token (or exit) stays allowed exactly when its need
+// fits in the characters left, as needs only shrink along a path. One walk
+// per source state instead of one per (state, characters left).
+func (v *Vocab) cutLeaf(c *cutInfo, j int) *leafResult {
+	left := c.left[j]
+	k := cutKey{c.quotedSrc, c.state[j] + 1}
+	v.mu.Lock()
+	base, ok := v.cutBases[k]
+	v.mu.Unlock()
+	if !ok {
+		base = v.computeCutBase(c, k.state)
+		v.mu.Lock()
+		if v.cutBases == nil {
+			v.cutBases = map[cutKey]*cutBase{}
+		}
+		v.cutBases[k] = base
+		v.mu.Unlock()
+	}
+	bitsOut := append([]uint64(nil), base.bits...)
+	for _, t := range base.toks {
+		if t.need <= left {
+			break
+		}
+		bitsOut[t.id>>6] &^= 1 << (uint(t.id) & 63)
+	}
+	var exits []int32
+	for _, e := range base.exits {
+		if e.need <= left {
+			exits = append(exits, e.id)
+		}
+	}
+	return v.newLeafResult(bitsOut, exits)
+}
+
+func (v *Vocab) computeCutBase(c *cutInfo, q0 int32) *cutBase {
+	d := c.quotedSrc
+	base := &cutBase{bits: make([]uint64, v.MaskWords())}
+	st := make([]int32, v.maxDepth+2)
+	chars := make([]int32, v.maxDepth+2) // characters started on the path
+	st[0] = q0
+	trans, cls, ncls := d.trans, &d.cls, d.ncls
+	for i := int32(1); i < int32(len(v.nodeByte)); {
+		dep := v.nodeDepth[i]
+		b := v.nodeByte[i]
+		q := trans[int(st[dep-1])*ncls+int(cls[b])]
+		if q < 0 {
+			i = v.nodeEnd[i]
+			continue
+		}
+		chars[dep] = chars[dep-1]
+		if b < 0x80 || b > 0xbf {
+			chars[dep]++
+		}
+		// Content state q-1 needs dist more; past the closing quote
+		// (accepting) nothing, and the quote itself is no character.
+		need := chars[dep] - 1
+		if !d.accept[q] {
+			need = chars[dep] + c.dist[q-1]
+		}
+		if id := v.nodeTok[i]; id >= 0 {
+			v.setTokens(base.bits, i)
+			base.toks = append(base.toks, cutItem{id, need})
+			if v.nodeDup[i] {
+				for _, dup := range v.dupTok[i] {
+					base.toks = append(base.toks, cutItem{dup, need})
+				}
+			}
+		}
+		if d.accept[q] && v.nodeEnd[i] > i+1 {
+			base.exits = append(base.exits, cutItem{i, need})
+		}
+		st[dep] = q
+		i++
+	}
+	slices.SortFunc(base.toks, func(a, b cutItem) int { return int(b.need - a.need) })
+	return base
 }
