@@ -154,14 +154,27 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	S := t.st[worker][:group]
 	ms, vs := t.ms[worker][:n], t.vs[worker][:n]
 	for h := 0; h < group; h++ {
-		m, sum := float32(math.Inf(-1)), float32(0)
+		// Each key's exp argument depends on the running maximum only,
+		// so the arguments are found first and their exps computed as
+		// one row (vectorised, same bits as one expf each): at a new
+		// maximum the key rescales (ms = exp(m_old - s), vs = 1), else
+		// it weighs in (ms = 1, vs = exp(s - m)); ms 0 marks the former
+		// until the exps are in.
+		m := float32(math.Inf(-1))
 		for j, s := range sc[h*n : (h+1)*n] {
 			s *= scale
 			if s > m {
-				ms[j], vs[j] = expf(m-s), 1
+				ms[j], vs[j] = 0, m-s
 				m = s
 			} else {
-				ms[j], vs[j] = 1, expf(s-m)
+				ms[j], vs[j] = 1, s-m
+			}
+		}
+		tensor.ExpfRow(vs, vs)
+		sum := float32(0)
+		for j := range vs {
+			if ms[j] == 0 {
+				ms[j], vs[j] = vs[j], 1
 			}
 			sum = float32(sum*ms[j]) + vs[j]
 		}
@@ -205,7 +218,7 @@ func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
 		}
 		var sum float64
 		for i, v := range p {
-			e := expf(v - mx)
+			e := tensor.Expf(v - mx)
 			p[i] = e
 			sum += float64(e)
 		}

@@ -63,13 +63,13 @@ func (t *attnTask) headQ8(worker, g int, slots []int32, qg, og []float32) {
 			a := acc[h*hd : (h+1)*hd]
 			ms, vs := float32(1), float32(1)
 			if s > M[h] {
-				ms = expf(M[h] - s)
+				ms = tensor.Expf(M[h] - s)
 				M[h] = s
 				for d := range a {
 					a[d] *= ms
 				}
 			} else {
-				vs = expf(s - M[h])
+				vs = tensor.Expf(s - M[h])
 			}
 			tensor.MadF32GGML(a, vrow, vs)
 			S[h] = S[h]*ms + vs

@@ -195,7 +195,7 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 			}
 			Mnew := max(M[v], tileMax)
 			if Mnew > M[v] {
-				ms := expf(M[v] - Mnew)
+				ms := tensor.Expf(M[v] - Mnew)
 				a := acc[v*hd : (v+1)*hd]
 				for d := range a {
 					a[d] *= ms

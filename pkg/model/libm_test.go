@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
 // TestGlibcLibm checks the ports of glibc's expf and sincosf against values
@@ -31,8 +33,8 @@ func TestGlibcLibm(t *testing.T) {
 			t.Fatalf("%q: %v", line, err)
 		}
 		x := math.Float32frombits(xb)
-		if got := math.Float32bits(expf(x)); got != eb && !(isNaN32(eb) && isNaN32(got)) {
-			t.Errorf("expf(%x) = %08x, glibc %08x", x, got, eb)
+		if got := math.Float32bits(tensor.Expf(x)); got != eb && !(isNaN32(eb) && isNaN32(got)) {
+			t.Errorf("tensor.Expf(%x) = %08x, glibc %08x", x, got, eb)
 		}
 		s, c := sincosf(x)
 		if math.Float32bits(s) != sb || math.Float32bits(c) != cb {
@@ -50,8 +52,8 @@ func TestGlibcLibm(t *testing.T) {
 		{float32(math.Inf(-1)), 0}, {float32(math.Inf(1)), float32(math.Inf(1))}, {89, float32(math.Inf(1))},
 		{-104, 0}, {-103.5, 0x1p-149}, {0, 1},
 	} {
-		if got := expf(c.x); got != c.want {
-			t.Errorf("expf(%g) = %g, want %g", c.x, got, c.want)
+		if got := tensor.Expf(c.x); got != c.want {
+			t.Errorf("tensor.Expf(%g) = %g, want %g", c.x, got, c.want)
 		}
 	}
 }

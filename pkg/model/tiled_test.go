@@ -178,7 +178,7 @@ func refTiledHead(m *Model, kv *KV, layer int, slots []int32, g int, q []float32
 		}
 		Mnew := max(M, tileMax)
 		if Mnew > M {
-			ms := expf(M - Mnew)
+			ms := tensor.Expf(M - Mnew)
 			for d := range vkq {
 				vkq[d] *= ms
 			}

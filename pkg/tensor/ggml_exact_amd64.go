@@ -94,8 +94,28 @@ func dotF16GGML(x, y []uint16) float32 {
 	return float32(sum)
 }
 
+//go:noescape
+func ggmlDotF16RowsX16AVX2(base unsafe.Pointer, offs *int, rows int, q unsafe.Pointer, n int, out *float32)
+
+//go:noescape
+func ggmlDotF16RowsX8AVX2(base unsafe.Pointer, offs *int, rows int, q unsafe.Pointer, n int, out *float32)
+
 func dotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
 	n := len(q)
+	if hasAVX2 && n > 0 && n%(4*ggmlLanes) == 0 && len(offs) > 0 {
+		// No leftovers: every row is the vector part alone, computed in
+		// one call for all rows (the per-row call was a third of a
+		// decode step's attention at long context).
+		for _, o := range offs {
+			_ = base[o+n-1]
+		}
+		if ggmlLanes == 16 {
+			ggmlDotF16RowsX16AVX2(unsafe.Pointer(&base[0]), &offs[0], len(offs), unsafe.Pointer(&q[0]), n, &out[0])
+		} else {
+			ggmlDotF16RowsX8AVX2(unsafe.Pointer(&base[0]), &offs[0], len(offs), unsafe.Pointer(&q[0]), n, &out[0])
+		}
+		return
+	}
 	j := 0
 	if hasAVX2 && n > 0 && n < 4*ggmlLanes {
 		var res [4]float32

@@ -694,3 +694,139 @@ cvt1:
 cvtdone:
 	VZEROUPPER
 	RET
+
+// func ggmlDotF16RowsX16AVX2(base unsafe.Pointer, offs *int, rows int, q unsafe.Pointer, n int, out *float32)
+// ggmlDotF16x16AVX2 of q against rows rows of base (row r at element
+// offs[r]), n a multiple of 64: the same accumulators, order and reduce
+// per row, without a call per row (decode attention scores one key at a
+// time over thousands of keys).
+TEXT ·ggmlDotF16RowsX16AVX2(SB), NOSPLIT, $0-48
+	MOVQ base+0(FP), R8
+	MOVQ offs+8(FP), R9
+	MOVQ rows+16(FP), R10
+	MOVQ q+24(FP), R11
+	MOVQ n+32(FP), R12
+	MOVQ out+40(FP), R13
+
+r16row:
+	TESTQ  R10, R10
+	JZ     r16done
+	MOVQ   (R9), SI
+	LEAQ   (R8)(SI*2), SI
+	MOVQ   R11, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+r16loop:
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS   16(SI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VFMADD231PS Y9, Y8, Y1
+	VCVTPH2PS   32(SI), Y8
+	VCVTPH2PS   32(DI), Y9
+	VFMADD231PS Y9, Y8, Y2
+	VCVTPH2PS   48(SI), Y8
+	VCVTPH2PS   48(DI), Y9
+	VFMADD231PS Y9, Y8, Y3
+	VCVTPH2PS   64(SI), Y8
+	VCVTPH2PS   64(DI), Y9
+	VFMADD231PS Y9, Y8, Y4
+	VCVTPH2PS   80(SI), Y8
+	VCVTPH2PS   80(DI), Y9
+	VFMADD231PS Y9, Y8, Y5
+	VCVTPH2PS   96(SI), Y8
+	VCVTPH2PS   96(DI), Y9
+	VFMADD231PS Y9, Y8, Y6
+	VCVTPH2PS   112(SI), Y8
+	VCVTPH2PS   112(DI), Y9
+	VFMADD231PS Y9, Y8, Y7
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $64, CX
+	JNZ         r16loop
+
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	HSUM4
+	VMOVSS       X0, (R13)
+	ADDQ         $8, R9
+	ADDQ         $4, R13
+	DECQ         R10
+	JMP          r16row
+
+r16done:
+	VZEROUPPER
+	RET
+
+// func ggmlDotF16RowsX8AVX2(base unsafe.Pointer, offs *int, rows int, q unsafe.Pointer, n int, out *float32)
+// ggmlDotF16x8AVX2 per row, as ggmlDotF16RowsX16AVX2 (n a multiple of 32).
+TEXT ·ggmlDotF16RowsX8AVX2(SB), NOSPLIT, $0-48
+	MOVQ base+0(FP), R8
+	MOVQ offs+8(FP), R9
+	MOVQ rows+16(FP), R10
+	MOVQ q+24(FP), R11
+	MOVQ n+32(FP), R12
+	MOVQ out+40(FP), R13
+
+r8row:
+	TESTQ  R10, R10
+	JZ     r8done
+	MOVQ   (R9), SI
+	LEAQ   (R8)(SI*2), SI
+	MOVQ   R11, DI
+	MOVQ   R12, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+r8loop:
+	VCVTPH2PS   (SI), Y8
+	VCVTPH2PS   (DI), Y9
+	VFMADD231PS Y9, Y8, Y0
+	VCVTPH2PS   16(SI), Y8
+	VCVTPH2PS   16(DI), Y9
+	VFMADD231PS Y9, Y8, Y1
+	VCVTPH2PS   32(SI), Y8
+	VCVTPH2PS   32(DI), Y9
+	VFMADD231PS Y9, Y8, Y2
+	VCVTPH2PS   48(SI), Y8
+	VCVTPH2PS   48(DI), Y9
+	VFMADD231PS Y9, Y8, Y3
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $32, CX
+	JNZ         r8loop
+
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (R13)
+	ADDQ         $8, R9
+	ADDQ         $4, R13
+	DECQ         R10
+	JMP          r8row
+
+r8done:
+	VZEROUPPER
+	RET

@@ -113,8 +113,17 @@ func fmaBig(a, b, c float32) float32 {
 }
 
 func TestDotF16GGMLRows(t *testing.T) {
+	saved := ggmlLanes
+	defer func() { ggmlLanes = saved }()
+	for _, L := range []int{8, 16} {
+		ggmlLanes = L
+		testDotF16GGMLRows(t)
+	}
+}
+
+func testDotF16GGMLRows(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
-	for _, n := range []int{1, 5, 8, 16, 63, 64, 100, 128} {
+	for _, n := range []int{1, 5, 8, 16, 32, 63, 64, 96, 100, 128, 192} {
 		base := make([]uint16, 40*n+7)
 		for i := range base {
 			base[i] = F32ToF16(float32(r.NormFloat64()))
@@ -132,7 +141,7 @@ func TestDotF16GGMLRows(t *testing.T) {
 			DotF16GGMLRows(out, base, offs, q)
 			for j, o := range offs {
 				if want := dotF16GGMLGeneric(base[o:o+n], q); math.Float32bits(out[j]) != math.Float32bits(want) {
-					t.Fatalf("n=%d row %d: %x, want %x", n, j, out[j], want)
+					t.Fatalf("lanes %d n=%d row %d: %x, want %x", ggmlLanes, n, j, out[j], want)
 				}
 			}
 		}
