@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // Extras are a request's variable-size data: what does not fit the fixed
@@ -196,18 +199,21 @@ func (x *Extras) validate() error {
 
 func finite32(f float32) bool { return !math.IsInf(float64(f), 0) && !math.IsNaN(float64(f)) }
 
-// extrasPool is the region's extras section and, in the one apiserver
-// process that writes it, the allocator over it. The allocator lives in
-// that process's memory only: it is rebuilt from the slot table (every
-// non-free slot's ExtrasOff/ExtrasLen is in use) the first time the
-// process allocates or frees, so neither a crash nor a restart can leak
-// pool space: what no slot names is free.
+// extrasPool is the region's extras section and the allocator over it.
+// The allocator keeps no state of its own between calls: every allocation
+// and free rebuilds the free spans from the slot table (every non-free
+// slot's ExtrasOff/ExtrasLen is in use), so neither a crash nor a restart
+// can leak pool space (what no slot names is free), and two apiserver
+// processes may write the pool at once (a zero-gap restart: the old one
+// drains while the new one admits). An flock on the region's file makes
+// that rebuild-allocate-publish (or rebuild-free) one step across
+// processes; mu does the same between goroutines.
 type extrasPool struct {
 	mem []byte
 
-	mu    sync.Mutex
-	built bool
-	free  []span // sorted by offset, coalesced
+	mu   sync.Mutex
+	lock *os.File // the region's file, opened for flock on first use; nil if none
+	free []span   // sorted by offset, coalesced; valid under mu
 }
 
 type span struct{ off, n uint64 }
@@ -215,14 +221,23 @@ type span struct{ off, n uint64 }
 // roundExtras is n rounded up to the allocation unit.
 func roundExtras(n uint64) uint64 { return (n + extrasAlign - 1) / extrasAlign * extrasAlign }
 
-// buildLocked computes the free spans from the slot table.
-func (r *Region) buildExtrasLocked() {
+// lockExtras takes the pool across processes and goroutines and computes
+// the free spans from the slot table; the caller defers unlockExtras.
+func (r *Region) lockExtras() {
 	p := &r.extras
-	if p.built {
-		return
+	p.mu.Lock()
+	if p.lock == nil && r.path != "" && !r.closed.Load() {
+		if f, err := os.Open(r.path); err == nil {
+			p.lock = f
+		}
 	}
-	p.built = true
-	p.free = []span{{0, uint64(len(p.mem))}}
+	if p.lock != nil {
+		// EINTR is retried; another error (none is expected on a regular
+		// file) leaves only mu, as for a region without a file.
+		for unix.Flock(int(p.lock.Fd()), unix.LOCK_EX) == unix.EINTR {
+		}
+	}
+	p.free = append(p.free[:0], span{0, uint64(len(p.mem))})
 	for i := range r.slots {
 		s := &r.slots[i]
 		if st, _ := s.Load(); st == StateFree {
@@ -231,6 +246,25 @@ func (r *Region) buildExtrasLocked() {
 		if n := uint64(s.ExtrasLen.Load()); n > 0 {
 			p.take(s.ExtrasOff.Load(), roundExtras(n))
 		}
+	}
+}
+
+func (r *Region) unlockExtras() {
+	p := &r.extras
+	if p.lock != nil {
+		_ = unix.Flock(int(p.lock.Fd()), unix.LOCK_UN)
+	}
+	p.mu.Unlock()
+}
+
+// closeExtras drops the flock file (Region.Close).
+func (r *Region) closeExtras() {
+	p := &r.extras
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lock != nil {
+		_ = p.lock.Close()
+		p.lock = nil
 	}
 }
 
@@ -305,9 +339,8 @@ func (s *Slot) putExtras(x *Extras) error {
 	if uint64(len(b)) > uint64(len(p.mem)) {
 		return fmt.Errorf("slot %d: %d bytes of extras, the pool holds %d: %w", s.Index, len(b), len(p.mem), ErrTooLong)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s.region.buildExtrasLocked()
+	s.region.lockExtras()
+	defer s.region.unlockExtras()
 	if old := uint64(s.ExtrasLen.Load()); old > 0 { // a second Fill replaces the first
 		p.release(s.ExtrasOff.Load(), roundExtras(old))
 		s.ExtrasLen.Store(0)
@@ -329,12 +362,11 @@ func (s *Slot) dropExtras() {
 	if n == 0 {
 		return
 	}
-	p := &s.region.extras
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s.region.buildExtrasLocked() // counts this slot as in use, then frees it
+	// Under the pool's lock so that no allocation sees the bytes as free
+	// while the length still names them; the spans need no update.
+	s.region.lockExtras()
+	defer s.region.unlockExtras()
 	s.ExtrasLen.Store(0)
-	p.release(s.ExtrasOff.Load(), roundExtras(n))
 	s.ExtrasOff.Store(0)
 }
 

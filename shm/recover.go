@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // Validate checks the invariants of a slot that any reader relies on; a slot
@@ -124,22 +126,61 @@ type Recovered struct {
 }
 
 // RecoverSlots is run by an apiserver at start, after BeginEpoch, with its
-// new epoch: every slot owned by an earlier apiserver epoch has no live
-// client any more. It reclaims half-written slots, aborts in-flight ones
-// and adopts finished ones, so that within a few steps every slot returns
-// to the pool. A torn slot (Validate fails) is aborted whatever its owner.
-func (r *Region) RecoverSlots(epoch uint32) []Recovered {
+// new epoch: every slot owned by an earlier apiserver epoch whose process
+// is gone has no live client any more. It reclaims half-written slots,
+// aborts in-flight ones and adopts finished ones, so that within a few
+// steps every slot returns to the pool. A torn slot (Validate fails) is
+// aborted whatever its epoch.
+//
+// Slots of an earlier apiserver that still runs (OwnerPid alive, another
+// process) are left alone: in a zero-gap restart the old apiserver drains
+// its streams while the new one serves, and its slots are its own until it
+// exits. RecoverOrphans, called now and then, takes them over then. (A
+// recycled pid keeps a dead owner's slots until that process exits too;
+// pids are not reused that fast.)
+func (r *Region) RecoverSlots(epoch uint32) []Recovered { return r.recoverSlots(epoch, false) }
+
+// RecoverOrphans is RecoverSlots for a running apiserver: it acts only on
+// slots of other epochs whose process has gone since (a drained or killed
+// predecessor), never on its own, so repeating it is harmless.
+func (r *Region) RecoverOrphans(epoch uint32) []Recovered { return r.recoverSlots(epoch, true) }
+
+func (r *Region) recoverSlots(epoch uint32, othersOnly bool) []Recovered {
 	var out []Recovered
 	pid := uint32(os.Getpid())
 	for i := range r.slots {
 		s := &r.slots[i]
 		v := s.StateGen.Load()
 		st, gen := unpackStateGen(v)
-		verr := s.Validate()
-		owned := s.OwnerEpoch.Load() == epoch
-		switch {
-		case st == StateFree:
+		if st == StateFree {
 			continue
+		}
+		ownerEpoch := s.OwnerEpoch.Load()
+		owned := ownerEpoch == epoch
+		if owned && othersOnly {
+			continue
+		}
+		owner := s.OwnerPid.Load()
+		if !owned && owner != pid && processAlive(owner) {
+			continue // a live predecessor's, draining
+		}
+		if st == StateAllocated && owner == 0 {
+			// Between Alloc's claim and its owner stores, or Release's reset
+			// and its free: a live process is on it (one that died in those
+			// few instructions leaks the slot).
+			continue
+		}
+		// claim makes this apiserver the owner; of two apiservers recovering
+		// the same dead predecessor's slot, one wins.
+		claim := func() bool {
+			if !s.OwnerEpoch.CompareAndSwap(ownerEpoch, epoch) {
+				return false
+			}
+			s.OwnerPid.Store(pid)
+			return true
+		}
+		verr := s.Validate()
+		switch {
 		case st >= numStates || st == StateAllocated && !owned:
 			// Nobody can be working on it: unknown states are meaningless to
 			// every role, and Allocated slots are invisible outside the
@@ -153,15 +194,25 @@ func (r *Region) RecoverSlots(epoch uint32) []Recovered {
 		case owned && verr == nil:
 			continue
 		case st == StateQueued || st == StateRunning || verr != nil && st != StateAllocated:
-			s.Abort.Store(1)
-			s.OwnerPid.Store(pid)
-			s.OwnerEpoch.Store(epoch)
-			out = append(out, Recovered{Slot: i, Gen: gen, State: st, Action: ActionAborted, Err: verr})
+			if owned || claim() {
+				s.Abort.Store(1)
+				out = append(out, Recovered{Slot: i, Gen: gen, State: st, Action: ActionAborted, Err: verr})
+			}
 		case st == StateFinished || st == StateAborted:
-			s.OwnerPid.Store(pid)
-			s.OwnerEpoch.Store(epoch)
-			out = append(out, Recovered{Slot: i, Gen: gen, State: st, Action: ActionAdopted})
+			if claim() {
+				out = append(out, Recovered{Slot: i, Gen: gen, State: st, Action: ActionAdopted})
+			}
 		}
 	}
 	return out
+}
+
+// processAlive reports whether pid names a process (a zombie counts until
+// it is reaped).
+func processAlive(pid uint32) bool {
+	if pid == 0 {
+		return false
+	}
+	err := unix.Kill(int(pid), 0)
+	return err == nil || err == unix.EPERM
 }

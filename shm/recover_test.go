@@ -3,6 +3,7 @@ package shm
 import (
 	"errors"
 	"math"
+	"os/exec"
 	"testing"
 )
 
@@ -108,5 +109,60 @@ func TestRecoverSlots(t *testing.T) {
 		if rc.Slot != torn.Index {
 			t.Errorf("second pass acted on slot %d (%v)", rc.Slot, rc.Action)
 		}
+	}
+}
+
+// TestRecoverSparesALivePredecessor: in a zero-gap apiserver restart the
+// old process (epoch 1) still serves its streams when the new one (epoch
+// 2) starts. Its slots, and a slot caught between Alloc's claim and its
+// owner stores, must survive the new one's recovery; once the old process
+// has gone, RecoverOrphans takes its slots over, exactly once.
+func TestRecoverSparesALivePredecessor(t *testing.T) {
+	r := newTestRegion(t, Sizes{Slots: 8, MaxReqTotalLen: 64, TextQueueBytes: 128, RingEntries: 8})
+	old := exec.Command("sleep", "60")
+	if err := old.Start(); err != nil {
+		t.Skipf("no process to play the old apiserver: %v", err)
+	}
+	defer func() { _ = old.Process.Kill(); _ = old.Wait() }()
+	oldPid := uint32(old.Process.Pid)
+	q, _ := queued(t, r, 1)
+	q.OwnerPid.Store(oldPid)
+	fin, finGen := queued(t, r, 1)
+	fin.Transition(finGen, StateQueued, StateRunning)
+	fin.MarkInferReleased(finGen, StateRunning, FinishStop)
+	fin.OwnerPid.Store(oldPid)
+	half, _, _ := r.Alloc(1)
+	half.OwnerPid.Store(oldPid)
+	claiming, _, _ := r.Alloc(1) // claimed, owner not stored yet
+	claiming.OwnerPid.Store(0)
+	claiming.OwnerEpoch.Store(0)
+
+	if rec := r.RecoverSlots(2); len(rec) != 0 {
+		t.Fatalf("recovery acted on a live predecessor's slots: %+v", rec)
+	}
+	if q.Abort.Load() != 0 || q.OwnerEpoch.Load() != 1 {
+		t.Fatalf("live predecessor's queued slot: abort=%d owner epoch=%d", q.Abort.Load(), q.OwnerEpoch.Load())
+	}
+
+	_ = old.Process.Kill()
+	_ = old.Wait() // reaped: no longer a process
+	got := map[int]Action{}
+	for _, rc := range r.RecoverOrphans(2) {
+		got[rc.Slot] = rc.Action
+	}
+	want := map[int]Action{q.Index: ActionAborted, fin.Index: ActionAdopted, half.Index: ActionReclaimed}
+	if len(got) != len(want) {
+		t.Errorf("orphans recovered: %v, want %v", got, want)
+	}
+	for i, a := range want {
+		if got[i] != a {
+			t.Errorf("slot %d: %v, want %v", i, got[i], a)
+		}
+	}
+	if st, _ := claiming.Load(); st != StateAllocated {
+		t.Errorf("the slot being claimed is %v, want still Allocated", st)
+	}
+	if rec := r.RecoverOrphans(2); len(rec) != 0 {
+		t.Errorf("a second RecoverOrphans acted again: %+v", rec)
 	}
 }

@@ -316,6 +316,7 @@ func (r *Region) Close() error {
 	if !r.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	r.closeExtras()
 	if err := unix.Munmap(r.mem); err != nil {
 		return fmt.Errorf("shm close %s: %w", r.path, err)
 	}

@@ -141,7 +141,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		if s.draining.Load() {
+		if s.draining.Load() || s.handingOver.Load() {
 			w.Header().Set("Connection", "close")
 		}
 		ctx := context.WithValue(r.Context(), requestIDKey, id)

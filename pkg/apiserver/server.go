@@ -98,6 +98,10 @@ type Options struct {
 	// GracefulTimeout bounds the wait for in-flight requests in Run's
 	// shutdown (default 60s, LightLLM's).
 	GracefulTimeout time.Duration
+	// Superseded, when set and true at Run's stop, says a newer apiserver
+	// already serves the same listening socket (a zero-gap restart): Run
+	// hands the clients over instead of draining (handover.go).
+	Superseded func() bool
 	// ChatTemplate replaces the tokenizer's chat template (--chat_template).
 	ChatTemplate string
 	// ToolCallParser is the tool call format (--tool_call_parser: hermes,
@@ -175,10 +179,12 @@ type Server struct {
 
 	live *liveStats // what the status page shows of the traffic
 
-	draining atomic.Bool
-	active   atomic.Int64 // generation requests in flight
-	seqs     atomic.Int64 // sequences admitted (MaxInFlight)
-	mu       sync.Mutex   // guards http
+	draining    atomic.Bool
+	handingOver atomic.Bool  // handover.go
+	conns       atomic.Int64 // open client connections (handover.go)
+	active      atomic.Int64 // generation requests in flight
+	seqs        atomic.Int64 // sequences admitted (MaxInFlight)
+	mu          sync.Mutex   // guards http
 }
 
 // New builds a Server; it does not listen yet (see Serve and Run).
@@ -270,6 +276,7 @@ func (s *Server) httpServer() *http.Server {
 			IdleTimeout:       s.opts.IdleTimeout,
 			MaxHeaderBytes:    1 << 20,
 			ErrorLog:          newStdLogger(s.log),
+			ConnState:         s.countConn,
 		}
 	}
 	return s.http
@@ -284,6 +291,9 @@ func (s *Server) Run(ctx context.Context, l net.Listener) error {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
 	case <-ctx.Done():
+	}
+	if s.opts.Superseded != nil && s.opts.Superseded() {
+		return s.handOver(l, errc)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.GracefulTimeout)
 	defer cancel()

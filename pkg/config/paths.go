@@ -16,6 +16,11 @@ const (
 	EnvRunDir = "LIGHTLLM_RUN_DIR"
 	// EnvShmDir is the base of shm directories: <base>/lightllm-<instance>.
 	EnvShmDir = "LIGHTLLM_SHM_DIR"
+	// EnvListenFD names the descriptor of the API port's listening socket
+	// that the supervisor hands to each apiserver it starts (zero-gap
+	// restarts: old and new accept from the one socket); unset, the
+	// apiserver listens itself (a systemd unit per role).
+	EnvListenFD = "LIGHTLLM_LISTEN_FD"
 )
 
 // Files in the run directory.

@@ -19,6 +19,9 @@ const crashLoopAfter = 3
 // onExit handles a role process's exit: fatal while launching, an immediate
 // restart when the exit was requested, otherwise a failure with backoff.
 func (s *Supervisor) onExit(r *roleProc, gen int, st ExitStatus) error {
+	if gen != r.gen && s.retiredExit(r, st) {
+		return nil
+	}
 	s.mu.Lock()
 	if gen != r.gen || r.proc == nil {
 		s.mu.Unlock()
@@ -189,6 +192,8 @@ func (s *Supervisor) onRestartRequest(req rolectl.Request) (rolectl.Response, er
 		return rolectl.Response{OK: true}, s.restart(r)
 	case p == nil || r.restartRequested:
 		return rolectl.Response{OK: true}, nil // already on its way
+	case state == rolectl.StateReady && s.handsOver(r):
+		return rolectl.Response{OK: true}, s.handOver(r, p)
 	}
 	s.mu.Lock()
 	r.restartRequested, r.state = true, rolectl.StateStopping
@@ -244,6 +249,7 @@ func (s *Supervisor) shutdown() {
 		var wg sync.WaitGroup
 		for _, name := range stage {
 			r := s.roles[name]
+			s.stopRetiring(r, &wg)
 			s.mu.Lock()
 			p := r.proc
 			if p != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -19,6 +20,8 @@ type Spec struct {
 	Path string   // absolute path of the binary
 	Args []string // without argv[0]
 	Env  []string // the complete environment
+	// Files are passed as descriptors 3, 4, ... (exec.Cmd.ExtraFiles).
+	Files []*os.File
 }
 
 // ExitStatus is how a process ended.
@@ -176,11 +179,12 @@ func (s *spawner) start(spec Spec) (Process, error) {
 	tail := newTailBuffer(8 << 10)
 	w := io.MultiWriter(sinkWriter{s.out}, tail)
 	cmd := &exec.Cmd{
-		Path:   spec.Path,
-		Args:   append([]string{spec.Path}, spec.Args...),
-		Env:    spec.Env,
-		Stdout: w,
-		Stderr: w,
+		Path:       spec.Path,
+		Args:       append([]string{spec.Path}, spec.Args...),
+		Env:        spec.Env,
+		Stdout:     w,
+		Stderr:     w,
+		ExtraFiles: spec.Files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Pdeathsig: syscall.SIGKILL, // die with the supervisor
 			Setpgid:   true,            // a terminal's Ctrl-C reaches only the supervisor, which stops roles in order

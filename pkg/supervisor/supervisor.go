@@ -69,6 +69,9 @@ type Supervisor struct {
 	// lock is held from prepare until the instance's files are removed: it
 	// is how clients tell that this instance is alive (instancelock.go).
 	lock *instanceLock
+	// apiSocket is the API port's listening socket, handed to every
+	// apiserver (ports.go); nil when the apiserver listens itself.
+	apiSocket *os.File
 
 	mu    sync.Mutex // guards phase and the fields of roleProc noted there
 	phase string
@@ -99,6 +102,9 @@ type roleProc struct {
 	crashLooping   bool
 
 	// loop only
+	// retiring are earlier apiserver processes handing their clients over
+	// to the current one (a zero-gap restart, handover.go).
+	retiring         []Process
 	failures         []time.Time // unrequested exits within restart_window
 	consecutive      int         // consecutive failures, for the backoff
 	restartRequested bool        // the current process is being replaced
@@ -209,11 +215,16 @@ func (s *Supervisor) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := checkPorts(s.cfg); err != nil {
+	apiSocket, err := takePorts(s.cfg)
+	if err != nil {
 		ctl.Close()
 		_, _ = removeInstanceFiles(s.cfg, false)
 		s.lock.release()
 		return fmt.Errorf("%w: %v", ErrLaunch, err)
+	}
+	if apiSocket != nil {
+		s.apiSocket = apiSocket
+		defer apiSocket.Close()
 	}
 	if s.opts.StartProcess == nil {
 		sp := newSpawner(s.opts.Output)
@@ -442,7 +453,7 @@ func (s *Supervisor) spec(r *roleProc) Spec {
 		switch k {
 		// systemd's notify/watchdog/socket-activation variables are the
 		// supervisor's own, never a child's.
-		case "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+		case "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", config.EnvListenFD,
 			rolectl.EnvControlSocket, rolectl.EnvRole, rolectl.EnvInstance, rolectl.EnvSupervisorPid, logging.EnvFormat:
 			continue
 		}
@@ -455,7 +466,12 @@ func (s *Supervisor) spec(r *roleProc) Spec {
 		rolectl.EnvSupervisorPid+"="+strconv.Itoa(os.Getpid()),
 		logging.EnvFormat+"="+format,
 	)
-	return Spec{Role: r.name, Path: r.binary, Args: []string{"--config", s.cfg.ConfigPath()}, Env: env}
+	spec := Spec{Role: r.name, Path: r.binary, Args: []string{"--config", s.cfg.ConfigPath()}, Env: env}
+	if r.name == config.RoleAPIServer && s.apiSocket != nil {
+		spec.Files = []*os.File{s.apiSocket}                 // fd 3 in the child
+		spec.Env = append(spec.Env, config.EnvListenFD+"=3") // ExtraFiles[0] is fd 3
+	}
+	return spec
 }
 
 // onReady marks a role ready; advance reports that its launch stage is
@@ -478,6 +494,7 @@ func (s *Supervisor) onReady(r *roleProc, pid int) (resp rolectl.Response, advan
 	s.mu.Unlock()
 	stopTimer(r.readyTimer)
 	s.log.Info().Str("target", r.name).Int("child_pid", pid).Stringer("took", took).Bool("recovered", recovered).Msg("role ready")
+	s.retire(r)
 	s.writeState()
 	return rolectl.Response{OK: true}, launching && s.stageReady(r.stage)
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -124,15 +125,23 @@ func New(o Options) (*Backend, error) {
 		cancel()
 		return nil, err
 	}
-	b.recover()
+	b.recover(false)
 	b.wg.Add(1)
 	go b.dispatch()
 	return b, nil
 }
 
-// recover aborts and frees the slots of earlier apiserver processes.
-func (b *Backend) recover() {
-	rec := b.region.RecoverSlots(b.epoch)
+// recover aborts and frees the slots of earlier apiserver processes that
+// are gone: at start (RecoverSlots) and, for a predecessor that was still
+// draining then (a zero-gap restart) and has gone since, now and then from
+// the dispatcher (orphans).
+func (b *Backend) recover(orphans bool) {
+	var rec []shm.Recovered
+	if orphans {
+		rec = b.region.RecoverOrphans(b.epoch)
+	} else {
+		rec = b.region.RecoverSlots(b.epoch)
+	}
 	aborted := 0
 	for _, r := range rec {
 		if r.Err != nil {
@@ -144,7 +153,9 @@ func (b *Backend) recover() {
 				continue
 			}
 			aborted++
+			b.mu.Lock()
 			b.adopted = append(b.adopted, []seqSlot{{slot: s, gen: r.Gen}})
+			b.mu.Unlock()
 		}
 	}
 	if len(rec) > 0 {
@@ -165,6 +176,19 @@ func (b *Backend) Close() {
 
 // Epoch is this apiserver's epoch.
 func (b *Backend) Epoch() uint32 { return b.epoch }
+
+// Superseded reports that a newer apiserver process has started on this
+// region and runs (a zero-gap restart): this one should hand its clients
+// over (apiserver.Options.Superseded) rather than refuse them while it
+// drains.
+func (b *Backend) Superseded() bool {
+	rs, err := b.region.Role(shm.RoleAPIServer)
+	if err != nil {
+		return false
+	}
+	pid := rs.Pid.Load()
+	return rs.Epoch.Load() != b.epoch && pid != uint32(os.Getpid()) && processAlive(pid)
+}
 
 // Ready reports whether the router and infer have started and infer has
 // published the KV capacity.

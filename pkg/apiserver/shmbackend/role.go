@@ -80,6 +80,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		MaxReqTotalLen:    cfg.MaxReqTotalLen,
 		MaxInFlight:       region.NumSlots(),
 		GracefulTimeout:   cfg.GracefulTimeout.D(),
+		Superseded:        b.Superseded,
 		Metrics:           metrics.APIHandlerWith(live, metrics.APIOptions{MetricURL: metricURL}),
 		ServerInfo:        &info,
 		Observer:          Observer{C: mc},
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	l, err := listen(cfg)
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
@@ -101,6 +102,26 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	return ctx.Err()
+}
+
+// listen takes the API socket the supervisor handed over (EnvListenFD),
+// or listens on --host:--port itself.
+func listen(cfg *config.Config) (net.Listener, error) {
+	v := os.Getenv(config.EnvListenFD)
+	if v == "" {
+		return net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	}
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: not a descriptor", config.EnvListenFD, v)
+	}
+	f := os.NewFile(uintptr(fd), "api-listener")
+	defer f.Close() // FileListener dups it
+	l, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("the listening socket handed over as fd %d: %w", fd, err)
+	}
+	return l, nil
 }
 
 // loadChatTemplate reads --chat_template; "" keeps the model's own.

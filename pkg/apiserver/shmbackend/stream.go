@@ -60,6 +60,11 @@ func (g *group) isAborted() bool {
 	}
 }
 
+// orphanScan is how often the dispatcher looks for slots of a predecessor
+// apiserver that has gone since this one started (RecoverOrphans): a
+// drained one leaves none, a killed one its streams' slots and KV.
+const orphanScan = 500 * time.Millisecond
+
 // dispatch runs until the backend closes.
 func (b *Backend) dispatch() {
 	defer b.wg.Done()
@@ -67,9 +72,14 @@ func (b *Backend) dispatch() {
 		reaping    [][]seqSlot
 		buf        []byte
 		lastStrand time.Time
+		orphans    = time.Now()
 	)
 	for b.ctx.Err() == nil {
 		seen := b.bell.Seq()
+		if now := time.Now(); now.Sub(orphans) >= orphanScan {
+			orphans = now
+			b.recover(true)
+		}
 		b.mu.Lock()
 		groups := make([]*group, 0, len(b.groups))
 		for _, g := range b.groups {
