@@ -59,6 +59,15 @@ func testChild(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl 
 	if err := os.WriteFile(cfg.ShmPath(role), []byte("slots"), 0o600); err != nil {
 		return err
 	}
+	if role == config.RoleAPIServer { // the supervisor's API socket is fd 3
+		f := os.NewFile(3, "api")
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil || os.Getenv(config.EnvListenFD) != "3" {
+			return fmt.Errorf("listener check failed: %s=%q: %v", config.EnvListenFD, os.Getenv(config.EnvListenFD), err)
+		}
+		l.Close()
+	}
 	sock := cfg.SocketPath(role)
 	_ = os.Remove(sock)
 	l, err := net.Listen("unix", sock)
