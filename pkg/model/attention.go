@@ -16,9 +16,14 @@ type attnTask struct {
 	b     *Batch
 	kv    *KV
 	layer int
-	rows  []int32   // token index of each output row
-	q     []float32 // [nTok x Heads*HeadDim], indexed by token
-	out   []float32 // [len(rows) x Heads*HeadDim]
+	// window is the layer's sliding window (0: none): a query at position
+	// p sees the keys at p-window+1 .. p, as llama.cpp masks the others
+	// (its one-query kernels skip masked keys, so a sub-range of the slots
+	// is exact).
+	window int
+	rows   []int32   // token index of each output row
+	q      []float32 // [nTok x Heads*HeadDim], indexed by token
+	out    []float32 // [len(rows) x Heads*HeadDim]
 	// Per-worker scratch.
 	scores [][]float32 // [group x ctx] scores
 	offs   [][]int     // f16 cache: offset of each key in the store [ctx]
@@ -78,6 +83,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		m.packTiles(b, kv, layer)
 	}
 	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, kv, layer, rows, q, out
+	t.window = m.layers[layer].window
 	t.units = m.attnUnits(b, kv, rows, t.units[:0])
 	items := len(t.units) * c.KVHeads
 	// An item costs about ctx*group*HeadDim*2 multiply-adds (a block of
@@ -104,7 +110,11 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		r := int(u.r0)
 		tok := int(t.rows[r])
 		sq := &t.b.Seqs[t.m.s.tokSeq[tok]]
-		slots := sq.Slots[:int(t.b.Positions[tok])+1]
+		pos := int(t.b.Positions[tok])
+		slots := sq.Slots[:pos+1]
+		if t.window > 0 && pos+1 > t.window {
+			slots = slots[pos+1-t.window:]
+		}
 		// The group's query heads are contiguous: g*group .. g*group+group-1.
 		qg := t.q[tok*qDim+g*group*hd : tok*qDim+(g+1)*group*hd]
 		og := t.out[r*qDim+g*group*hd : r*qDim+(g+1)*group*hd]

@@ -143,7 +143,9 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 // ggml_vec_soft_max_f32 (vectorised exp, float64 sum); the values are
 // accumulated in f32 with one fused multiply-add per key of the tile, the
 // masked ones (past the vector's position) with weight zero, as ggml does.
-// Tiles past the unit's last position are all masked and skipped.
+// Tiles past the unit's last position are all masked and skipped, and so
+// are those before every row's sliding window (t.window); within a tile a
+// key before a row's window is masked like one past its position.
 func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 	m := t.m
 	c := &m.cfg
@@ -173,7 +175,11 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 	tileSize := hd * T
 	base := m.s.ktOff[si] + g*tiles*tileSize
 	lastTile := int(pos[nv-1]) / T
-	for tl := 0; tl <= lastTile; tl++ {
+	firstTile := 0
+	if t.window > 0 {
+		firstTile = max(0, int(pos[0])-t.window+1) / T
+	}
+	for tl := firstTile; tl <= lastTile; tl++ {
 		kt, vt := m.s.kt[base+tl*tileSize:][:tileSize], m.s.vt[base+tl*tileSize:][:tileSize]
 		for b := 0; b < nvp; b += tensor.FABlock {
 			tensor.TileKQBlock(p[b*T:], kt, qs[b*hd:], hd, scale)
@@ -181,11 +187,18 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 		for v := 0; v < nv; v++ {
 			kq := p[v*T : (v+1)*T]
 			valid := int(pos[v]) - tl*T + 1 // keys 0..valid-1 of the tile are visible
-			if valid <= 0 {
+			lo := 0                         // and lo.. of those (sliding window)
+			if t.window > 0 {
+				lo = max(0, int(pos[v])-t.window+1-tl*T)
+			}
+			if valid <= 0 || lo >= T {
 				clear(kq)
 				continue
 			}
 			for j := valid; j < T; j++ {
+				kq[j] = float32(math.Inf(-1))
+			}
+			for j := 0; j < lo; j++ {
 				kq[j] = float32(math.Inf(-1))
 			}
 			tileMax := tensor.TileMax(kq)
@@ -207,6 +220,7 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 			if valid < T {
 				clear(kq[valid:])
 			}
+			clear(kq[:lo])
 		}
 		clear(p[nv*T : nvp*T])
 		for b := 0; b < nvp; b += tensor.FABlock {

@@ -44,6 +44,19 @@ type Config struct {
 	// QScale, when set, multiplies q after RoPE, and the attention logits
 	// are not scaled again (phi3, gemma: llama.cpp scales Qcur itself).
 	QScale float32
+	// Gemma's block: GELU (tanh) instead of SiLU in the gated FFN, RMSNorms
+	// of the attention and FFN outputs (PostNorms), and sliding-window
+	// attention on the layers LocalLayers marks: a query at position p sees
+	// the keys at positions p-Window+1 .. p (llama.cpp's is_masked_swa).
+	// Local layers rotate with RopeThetaLocal (0: RopeTheta) and, when
+	// LocalRopeUnscaled, without RopeScaling (gemma3's global layers alone
+	// are scaled).
+	Act               string // "" (SiLU) | "gelu_tanh"
+	PostNorms         bool
+	Window            int
+	LocalLayers       []bool // len Layers when Window > 0
+	RopeThetaLocal    float64
+	LocalRopeUnscaled bool
 }
 
 // RopeScaling is a supported RoPE frequency scaling.
@@ -78,6 +91,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("rms_norm_eps %v must be positive", c.RMSEps)
 	case c.RopeTheta <= 0:
 		return fmt.Errorf("rope theta %v must be positive", c.RopeTheta)
+	case c.Window < 0 || (c.Window > 0 && len(c.LocalLayers) != c.Layers):
+		return fmt.Errorf("sliding window %d with %d of %d layers marked", c.Window, len(c.LocalLayers), c.Layers)
 	}
 	if c.MaxPos <= 0 {
 		c.MaxPos = 2048
@@ -163,10 +178,11 @@ func readHFConfig(dir string) (Config, error) {
 	if c.RMSEps == 0 {
 		c.RMSEps = 1e-6
 	}
-	fam, err := lookupFamily(hc.ModelType)
+	fam, err := lookupHFFamily(hc.ModelType)
 	if err != nil {
 		return Config{}, fmt.Errorf("model %s: %w", path, err)
 	}
+	c.Arch = fam.name
 	if hc.TieWordEmbeddings != nil {
 		c.TiedEmbeddings = *hc.TieWordEmbeddings
 	}

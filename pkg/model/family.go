@@ -23,6 +23,9 @@ type family struct {
 	ggufArch string
 	// hfClass is config.json's architectures[0] (written by gen-model).
 	hfClass string
+	// hfType is config.json's model_type when it is not name (Gemma 3's
+	// text model says "gemma3_text").
+	hfType string
 	// hiddenAct is the only config.json hidden_act the family accepts.
 	hiddenAct string
 	// ropeNeox: llama.cpp's NEOX rope type, rotating (x[i], x[i+d/2]).
@@ -34,6 +37,13 @@ type family struct {
 	qkvBias bool
 	// qkNorm: per-head RMSNorm of q and k; required when set.
 	qkNorm bool
+	// normShift: Hugging Face norm weights hold w of a (1 + w) RMSNorm
+	// (Gemma); llama.cpp's converter adds 1 to every *norm.weight, so the
+	// HF loader does the same, rounding as the converter does.
+	normShift bool
+	// postNorms: RMSNorms of the attention and FFN outputs before their
+	// residual adds (post_attention_norm, post_ffw_norm); required when set.
+	postNorms bool
 	// fusedProj: q|k|v are one tensor (attn_qkv) and gate|up another
 	// (ffn_up, gate rows first), as phi3 stores them.
 	fusedProj bool
@@ -74,6 +84,27 @@ func lookupFamily(arch string) (*family, error) {
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown architecture %q (supported: %s)", arch, strings.Join(familyNames(), ", "))
+}
+
+// lookupHFFamily returns the family of a config.json model_type.
+func lookupHFFamily(modelType string) (*family, error) {
+	for _, f := range families {
+		if f.hfType == modelType && modelType != "" {
+			return f, nil
+		}
+	}
+	if f := families[modelType]; f != nil && f.hfType == "" {
+		return f, nil
+	}
+	return nil, fmt.Errorf("unknown architecture %q (supported: %s)", modelType, strings.Join(familyNames(), ", "))
+}
+
+// hfModelType is the model_type gen-model writes into config.json.
+func (f *family) hfModelType() string {
+	if f.hfType != "" {
+		return f.hfType
+	}
+	return f.name
 }
 
 // Architectures lists the registered architecture names, sorted.

@@ -118,7 +118,7 @@ func checkFamilyFixture(t *testing.T, fx familyFixture) {
 				if !equalIDs(got, r.Tokens) {
 					t.Errorf("prompt %q: tokens %v, llama.cpp %v", r.Prompt, got, r.Tokens)
 				}
-				checkTop5(t, m, r)
+				checkTop5(t, m, r, top5Tolerance(m, r))
 			}
 			if ok := checkRuns(t, m, runs); ok != len(runs) {
 				t.Errorf("%d of %d runs match llama.cpp", ok, len(runs))
@@ -129,7 +129,7 @@ func checkFamilyFixture(t *testing.T, fx familyFixture) {
 
 // checkTop5 compares the first token's log-probabilities with llama.cpp's
 // (they pin scalings greedy decoding cannot see, such as a logit divisor).
-func checkTop5(t *testing.T, m *Model, r llamaRun) {
+func checkTop5(t *testing.T, m *Model, r llamaRun, tol float64) {
 	t.Helper()
 	if len(r.Top5) == 0 {
 		return
@@ -145,11 +145,31 @@ func checkTop5(t *testing.T, m *Model, r llamaRun) {
 	}
 	for _, tp := range r.Top5 {
 		lp := float64(logits[int(tp[0])]) - maxL - math.Log(sum)
-		if math.Abs(lp-tp[1]) > 1e-4 {
+		if math.Abs(lp-tp[1]) > tol {
 			t.Errorf("prompt %q: log p(%d) = %.6f, llama.cpp %.6f", r.Prompt, int(tp[0]), lp, tp[1])
 			return
 		}
 	}
+}
+
+// top5Tolerance is 1e-4, except for a prompt longer than the cells
+// llama.cpp gives a sliding-window layer's cache in greedy_ids.mjs's
+// context (llama_kv_cache_iswa: window + n_ubatch 512, padded to 256):
+// there the cache wraps and puts later keys in the cells of dropped ones,
+// so its attention sums the keys of the window in another order (checked:
+// with swaFullCache, which cannot wrap, llama.cpp gives our value to 1e-6
+// on the one such gemma3 prompt; without, they differ by 1.5e-4).
+func top5Tolerance(m *Model, r llamaRun) float64 {
+	c := m.Config()
+	if c.Window == 0 {
+		return 1e-4
+	}
+	ctx := max(512, len(r.Tokens)+32+8) // greedy_ids.mjs's context
+	cells := (min(ctx, c.Window+512) + 255) / 256 * 256
+	if len(r.Tokens) > cells {
+		return 1e-3
+	}
+	return 1e-4
 }
 
 // TestFamilyChatTemplates: each family's chat template (written by

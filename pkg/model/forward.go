@@ -36,6 +36,7 @@ type scratch struct {
 	proj       []float32 // [nTok x Hidden]
 	gate, up   []float32 // [nTok x FFN]
 	cos, sin   []float32 // [nTok x HeadDim/2]
+	cosL, sinL []float32 // the same for local layers with their own RoPE (Model.localRope)
 	tokSeq     []int32   // sequence index of each token
 	sgemm      rowModes  // per token: which of llama.cpp's batch kernels it would use
 	rowGemm    rowModes  // sgemm's modes of the rows computed in the last layer
@@ -62,6 +63,9 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.k, s.v = make([]float32, nTok*kvDim), make([]float32, nTok*kvDim)
 		s.gate, s.up = make([]float32, nTok*c.FFN), make([]float32, nTok*c.FFN)
 		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
+		if m.localRope {
+			s.cosL, s.sinL = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
+		}
 		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
 		s.sgemm, s.rowGemm = make(rowModes, nTok), make(rowModes, nTok)
 	}
@@ -156,6 +160,9 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	for i, p := range b.Positions {
 		// Only the first RopeDim/2 pairs rotate (partial rotary).
 		m.ropeTable(p, s.cos[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], s.sin[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2])
+		if m.localRope {
+			ropeTableScaled(p, m.ropeScaleL, m.freqScaleL, s.cosL[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], s.sinL[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2])
+		}
 	}
 	for i := range s.rows[:N] {
 		s.rows[i] = int32(i)
@@ -184,8 +191,12 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			interleaveHeads(q, c.HeadDim, s.krow)
 			interleaveHeads(k, c.HeadDim, s.krow)
 		}
+		cosT, sinT := s.cos, s.sin
+		if m.localRope && ly.window > 0 {
+			cosT, sinT = s.cosL, s.sinL
+		}
 		for i := 0; i < N; i++ {
-			cs, sn := s.cos[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], s.sin[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2]
+			cs, sn := cosT[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2], sinT[i*c.HeadDim/2:i*c.HeadDim/2+c.RopeDim/2]
 			m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
 			m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
 		}
@@ -233,6 +244,10 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			return err
 		}
 		m.tr("attn_out", li, proj)
+		if ly.postAttn != nil {
+			rmsNormRows(proj, proj, ly.postAttn, c.RMSEps)
+			m.tr("attn_post_norm", li, proj)
+		}
 		xr := s.x[:R*H]
 		m.addResidual(xr, proj)
 		xn = s.xn[:R*H]
@@ -247,13 +262,21 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		m.tr("ffn_up", li, up)
 		for r := 0; r < R; r++ {
 			g := gate[r*c.FFN : (r+1)*c.FFN]
-			siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+			if m.gelu != nil {
+				gegluRow(g, up[r*c.FFN:(r+1)*c.FFN], m.gelu)
+			} else {
+				siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+			}
 		}
 		m.tr("ffn_swiglu", li, gate)
 		if err := m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
 			return err
 		}
 		m.tr("ffn_out", li, proj)
+		if ly.postFFN != nil {
+			rmsNormRows(proj[:R*H], proj[:R*H], ly.postFFN, c.RMSEps)
+			m.tr("ffn_post_norm", li, proj)
+		}
 		m.addResidual(xr, proj)
 		m.tr("l_out", li, xr)
 	}
@@ -389,6 +412,16 @@ func (m *Model) ropeTable(pos int32, cos, sin []float32) {
 			sin[i], cos[i] = sin[i]*m.ropeMscale, cos[i]*m.ropeMscale
 		}
 		theta *= m.ropeScale
+	}
+}
+
+// ropeTableScaled is ropeTable for a plain RoPE of theta multiplier
+// ropeScale and linear scale freqScale (local layers with their own base).
+func ropeTableScaled(pos int32, ropeScale, freqScale float32, cos, sin []float32) {
+	theta := float32(pos)
+	for i := range cos {
+		sin[i], cos[i] = sincosf(theta * freqScale)
+		theta *= ropeScale
 	}
 }
 

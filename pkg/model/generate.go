@@ -39,6 +39,11 @@ type GenOptions struct {
 	// RopeDim is the rotated part of each head (0: all of it; phi3 writes
 	// a partial one as partial_rotary_factor).
 	RopeDim int
+	// Gemma: SlidingWindow > 0 makes the layers SWAPattern marks (0: the
+	// family's default) local, rotating with RopeThetaLocal (0: 10000);
+	// RopeLinear > 0 is a linear RoPE scaling factor of the global layers.
+	SlidingWindow, SWAPattern  int
+	RopeThetaLocal, RopeLinear float64
 	// Tokenizer is a Hugging Face tokenizer directory the model carries
 	// (tokenizer.json, tokenizer_config.json with its chat template)
 	// instead of a synthetic vocabulary; Vocab becomes its size. HF
@@ -191,8 +196,21 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "ffn_up.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)})
 		}
 		ts = append(ts, genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
+		if fam.postNorms {
+			ts = append(ts, genTensor{name: p + "post_attention_norm.weight", cols: H, std: 0.05, center: 1},
+				genTensor{name: p + "post_ffw_norm.weight", cols: H, std: 0.05, center: 1})
+		}
 	}
 	ts = append(ts, genTensor{name: "output_norm.weight", cols: H, std: 0.05, center: 1})
+	if fam.normShift {
+		// Stored as w of (1 + w): GGUF's w + 1 is made from them as the
+		// converter makes it (GenerateGGUF).
+		for i := range ts {
+			if ts[i].center == 1 {
+				ts[i].center = 0
+			}
+		}
+	}
 	if !o.Tied {
 		ts = append(ts, genTensor{name: "output.weight", rows: o.Vocab, cols: H, std: lin(o.Vocab, H)})
 	}
@@ -333,6 +351,9 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 				default:
 					o.values(&t, r, buf, tdt)
 				}
+				if fam.normShift && t.rows == 0 && strings.HasSuffix(t.name, "norm.weight") {
+					shiftNorm(buf, hfStoreType(dt))
+				}
 				enc, err := tensor.Quantize(typ, buf)
 				if err != nil {
 					return err
@@ -345,6 +366,15 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 		})
 	}
 	return w, nil
+}
+
+// hfStoreType is the type GenerateHF stores a model of type dt in: f16 and
+// bf16 as themselves, everything else as f32.
+func hfStoreType(dt tensor.DType) tensor.DType {
+	if dt == tensor.F16 || dt == tensor.BF16 {
+		return dt
+	}
+	return tensor.F32
 }
 
 func ggufType(dt tensor.DType) gguf.GGMLType {
@@ -386,10 +416,8 @@ func GenerateHF(dir string, o GenOptions) error {
 			return fmt.Errorf("gen-model: %w", err)
 		}
 	}
-	stDType, hfType := map[tensor.DType]safetensors.DType{tensor.F16: safetensors.F16, tensor.BF16: safetensors.BF16}[dt], dt
-	if stDType == "" {
-		stDType, hfType = safetensors.F32, tensor.F32
-	}
+	hfType := hfStoreType(dt)
+	stDType := map[tensor.DType]safetensors.DType{tensor.F16: safetensors.F16, tensor.BF16: safetensors.BF16, tensor.F32: safetensors.F32}[hfType]
 	var wts []safetensors.WriteTensor
 	for _, t := range o.tensors(fam) {
 		t := t
@@ -417,7 +445,7 @@ func GenerateHF(dir string, o GenOptions) error {
 		return fmt.Errorf("gen-model: %w", err)
 	}
 	cfg := map[string]any{
-		"architectures": []string{fam.hfClass}, "model_type": o.Arch, "hidden_size": o.Hidden,
+		"architectures": []string{fam.hfClass}, "model_type": fam.hfModelType(), "hidden_size": o.Hidden,
 		"intermediate_size": o.FFN, "num_hidden_layers": o.Layers, "num_attention_heads": o.Heads,
 		"num_key_value_heads": o.KVHeads, "head_dim": o.HeadDim, "vocab_size": o.Vocab,
 		"max_position_embeddings": o.MaxPos, "rms_norm_eps": o.RMSEps, "rope_theta": o.RopeTheta,

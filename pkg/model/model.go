@@ -42,6 +42,8 @@ type layer struct {
 	wo                *tensor.Matrix // [Hidden x Heads*HeadDim]
 	bq, bk, bv        []float32      // qwen2 biases (nil otherwise)
 	qNorm, kNorm      []float32      // qwen3 per-head RMSNorm weights [HeadDim]
+	postAttn, postFFN []float32      // gemma's output norms [Hidden] (nil otherwise)
+	window            int            // sliding window of this layer (0: whole context)
 	wGate, wUp, wDown *tensor.Matrix
 }
 
@@ -70,9 +72,15 @@ type Model struct {
 	freqFactor []float32 // per-pair divisors (Llama 3 scaling, LongRoPE), nil if none
 	ropeMscale float32   // cos/sin multiplier (LongRoPE's attention factor); 0 or 1: none
 	yarn       *yarn     // YaRN RoPE scaling, nil if none
-	kvF16      bool
-	kvQ8       bool // KV store in q8_0 blocks (kvF16 false)
-	lanes      int  // f32 vector width of the llama.cpp build whose rounding we follow
+	// Sliding-window (local) layers' RoPE when it differs from the global
+	// one (Config.RopeThetaLocal, LocalRopeUnscaled): its own tables.
+	localRope              bool
+	ropeScaleL, freqScaleL float32
+	// gelu is ggml's GELU table (GGML_GELU_FP16) for Config.Act gelu_tanh.
+	gelu  []uint16
+	kvF16 bool
+	kvQ8  bool // KV store in q8_0 blocks (kvF16 false)
+	lanes int  // f32 vector width of the llama.cpp build whose rounding we follow
 
 	ctx *tensor.Ctx
 	s   scratch
@@ -126,6 +134,9 @@ func (m *Model) finishLoad(opts LoadOptions) (*Model, error) {
 	}
 	m.initRope(opts.Context)
 	m.lanes = tensor.GGMLLanes()
+	if m.cfg.Act == "gelu_tanh" {
+		m.gelu = geluTable()
+	}
 	m.ctx = tensor.NewCtx(opts.Threads)
 	return m, nil
 }
@@ -204,7 +215,8 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	m.closers = append(m.closers, set)
-	l := &loader{src: hfSource{set: set, dir: dir, fam: m.fam}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts)}
+	l := &loader{src: hfSource{set: set, dir: dir, fam: m.fam}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts),
+		shiftNorms: m.fam.normShift}
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -295,6 +307,18 @@ func (m *Model) loadWeights(l *loader) error {
 		if ly.ffnNorm, err = l.vector(p+"ffn_norm.weight", H); err != nil {
 			return err
 		}
+		if m.fam.postNorms {
+			if ly.postAttn, err = l.vector(p+"post_attention_norm.weight", H); err != nil {
+				return err
+			}
+			if ly.postFFN, err = l.vector(p+"post_ffw_norm.weight", H); err != nil {
+				return err
+			}
+			c.PostNorms = true
+		}
+		if c.Window > 0 && c.LocalLayers[i] {
+			ly.window = c.Window
+		}
 		vecs := []struct {
 			dst  *[]float32
 			name string
@@ -350,6 +374,14 @@ func (m *Model) initRope(context int) {
 	if rs := c.RopeScaling; rs != nil && (rs.Type == "linear" || rs.Type == "yarn") {
 		m.freqScale = 1 / float32(rs.Factor) // rope_freq_scale_train = 1.0f/ropescale
 	}
+	m.ropeScaleL, m.freqScaleL = m.ropeScale, m.freqScale
+	if c.RopeThetaLocal != 0 {
+		m.ropeScaleL = float32(math.Pow(float64(float32(c.RopeThetaLocal)), float64(float32(-2)/float32(c.RopeDim))))
+	}
+	if c.LocalRopeUnscaled {
+		m.freqScaleL = 1
+	}
+	m.localRope = c.Window > 0 && (m.ropeScaleL != m.ropeScale || m.freqScaleL != m.freqScale)
 	if rs := c.RopeScaling; rs != nil && rs.Type == "yarn" {
 		m.yarn = newYarn(c, m.freqScale)
 	}

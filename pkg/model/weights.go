@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
 	"github.com/lightllm-go/lightllm/pkg/safetensors"
@@ -140,6 +141,8 @@ type loader struct {
 	// arena, when not nil, receives a copy of every matrix the forward
 	// pass streams (tensor.WeightArena says why).
 	arena *tensor.WeightArena
+	// shiftNorms adds 1 to every *norm.weight (family.normShift, HF only).
+	shiftNorms bool
 }
 
 func (l *loader) need(name string) (*rawTensor, error) {
@@ -260,7 +263,22 @@ func (l *loader) asVector(t *rawTensor, n int) ([]float32, error) {
 	}
 	out := make([]float32, n)
 	tensor.Dequantize(t.typ, t.data, out)
+	if l.shiftNorms && strings.HasSuffix(t.name, "norm.weight") {
+		shiftNorm(out, t.typ)
+	}
 	return out, nil
+}
+
+// shiftNorm adds 1 to norm weights stored as typ the way llama.cpp's
+// converter does (data_torch + 1 in the tensor's own dtype): an f16
+// tensor's sums are rounded to f16; bf16 tensors are widened to f32 first.
+func shiftNorm(v []float32, typ tensor.DType) {
+	for i := range v {
+		v[i]++
+		if typ == tensor.F16 {
+			v[i] = tensor.F16ToF32(tensor.F32ToF16(v[i]))
+		}
+	}
 }
 
 // optionalVector loads a vector if present.
