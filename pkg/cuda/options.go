@@ -92,8 +92,9 @@ func (o Options) resolve(cfg model.Config) (resolved, error) {
 	// The device forward pass has the llama/qwen2/qwen3 block only: a
 	// model needing more is refused by name, never run without it.
 	longRoPE := cfg.RopeScaling != nil && cfg.RopeScaling.Type == "longrope" || cfg.RopeDim != 0 && cfg.RopeDim != cfg.HeadDim
-	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 || longRoPE {
-		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling, LongRoPE, partial rotary) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
+	gemma := cfg.Act != "" || cfg.PostNorms || cfg.Window > 0
+	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 || longRoPE || gemma {
+		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling, LongRoPE, partial rotary, GeGLU, post norms, sliding window) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
 	}
 	if rs := cfg.RopeScaling; rs != nil && rs.Type == "yarn" {
 		return r, fmt.Errorf("cuda: YaRN RoPE scaling is not supported by the CUDA backend; use --backend cpu")

@@ -93,8 +93,12 @@ func lookupHFFamily(modelType string) (*family, error) {
 			return f, nil
 		}
 	}
-	if f := families[modelType]; f != nil && f.hfType == "" {
-		return f, nil
+	if f := families[modelType]; f != nil {
+		if f.hfType == "" {
+			return f, nil
+		}
+		// Gemma 3's multimodal checkpoints say gemma3; its text model gemma3_text.
+		return nil, fmt.Errorf("model_type %q is not supported (the %s family reads config.json model_type %q)", modelType, f.name, f.hfType)
 	}
 	return nil, fmt.Errorf("unknown architecture %q (supported: %s)", modelType, strings.Join(familyNames(), ", "))
 }

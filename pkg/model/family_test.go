@@ -18,6 +18,7 @@ func TestFamilyRegistry(t *testing.T) {
 	want := map[string]struct{ gguf, class string }{
 		"llama": {"llama", "LlamaForCausalLM"}, "mistral": {"llama", "MistralForCausalLM"},
 		"qwen2": {"qwen2", "Qwen2ForCausalLM"}, "qwen3": {"qwen3", "Qwen3ForCausalLM"},
+		"gemma3": {"gemma3", "Gemma3ForCausalLM"},
 	}
 	for name, w := range want {
 		f, err := lookupFamily(name)
@@ -36,6 +37,16 @@ func TestFamilyRegistry(t *testing.T) {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not list %s", err, name)
 		}
+	}
+	// config.json's model_type: a family's hfType, else its name.
+	for mt, name := range map[string]string{"gemma3_text": "gemma3", "llama": "llama", "qwen3": "qwen3"} {
+		if f, err := lookupHFFamily(mt); err != nil || f.name != name {
+			t.Errorf("model_type %s: %v, %v", mt, f, err)
+		}
+	}
+	// Gemma 3's multimodal config (model_type gemma3) is not the text model.
+	if _, err := lookupHFFamily("gemma3"); err == nil || !strings.Contains(err.Error(), `model_type "gemma3" is not supported (the gemma3 family reads config.json model_type "gemma3_text")`) {
+		t.Errorf("model_type gemma3: %v", err)
 	}
 }
 
