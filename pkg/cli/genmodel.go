@@ -63,6 +63,8 @@ func newGenModelCmd() *cobra.Command {
 	f.IntVar(&o.SWAPattern, "swa_pattern", 0, "gemma: layer il is local iff il % N < N-1 (0: the family's, gemma3 6)")
 	f.Float64Var(&o.RopeThetaLocal, "rope_theta_local", 0, "gemma: RoPE base of the local layers (0: 10000)")
 	f.Float64Var(&o.RopeLinear, "rope_linear", 0, "gemma3: linear RoPE scaling factor of the global layers (0: none)")
+	f.Float64Var(&o.AttnSoftcap, "attn_softcap", 0, "gemma2: attention logit soft-cap (0: 50)")
+	f.Float64Var(&o.FinalSoftcap, "final_softcap", 0, "gemma2: final logit soft-cap (0: 30)")
 	f.StringVar(&out, "out", "", "GGUF file to write")
 	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")
 	f.StringVar(&o.Tokenizer, "tokenizer", "", "Hugging Face tokenizer directory to carry (tokenizer.json, tokenizer_config.json with its chat template); sets the vocabulary size (--hf_out only)")

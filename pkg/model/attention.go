@@ -139,7 +139,10 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	c := &t.m.cfg
 	hd := c.HeadDim
 	group := len(qg) / hd
-	scale := t.m.kqScale
+	scale, cp := t.m.kqScale, c.AttnSoftcap
+	if cp != 0 {
+		scale /= cp // ggml: scale /= logit_softcap, then cap*tanhf(s*scale)
+	}
 	kv := t.kv
 	qb := t.qr[worker][:len(qg)]
 	for i, v := range qg {
@@ -173,6 +176,9 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 		m := float32(math.Inf(-1))
 		for j, s := range sc[h*n : (h+1)*n] {
 			s *= scale
+			if cp != 0 {
+				s = cp * tanhf(s)
+			}
 			if s > m {
 				ms[j], vs[j] = 0, m-s
 				m = s
@@ -210,14 +216,21 @@ func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
 	hd := c.HeadDim
 	group := len(qg) / hd
 	n := len(slots)
-	scale := t.m.kqScale
+	scale, cp := t.m.kqScale, c.AttnSoftcap
+	if cp != 0 {
+		scale /= cp
+	}
 	kv := t.kv
 	sc := t.scores[worker][:group*n]
 	for j, slot := range slots {
 		off := kv.off(t.layer, slot) + g*hd
 		k := kv.k32[off : off+hd]
 		for h := 0; h < group; h++ {
-			sc[h*n+j] = tensor.DotF32(k, qg[h*hd:(h+1)*hd]) * scale
+			s := tensor.DotF32(k, qg[h*hd:(h+1)*hd]) * scale
+			if cp != 0 {
+				s = cp * tanhf(s)
+			}
+			sc[h*n+j] = s
 		}
 	}
 	for h := 0; h < group; h++ {

@@ -42,7 +42,10 @@ func (t *attnTask) headQ8(worker, g int, slots []int32, qg, og []float32) {
 	hd := c.HeadDim
 	group := len(qg) / hd
 	nb := hd / tensor.QK
-	scale := t.m.kqScale
+	scale, cp := t.m.kqScale, c.AttnSoftcap
+	if cp != 0 {
+		scale /= cp
+	}
 	kv := t.kv
 	w := &t.q8[worker]
 	w.grow(group, hd)
@@ -60,6 +63,9 @@ func (t *attnTask) headQ8(worker, g int, slots []int32, qg, og []float32) {
 		dequantQ8(vrow, vb)
 		for h := 0; h < group; h++ {
 			s := tensor.DotQ8(kb, w.qs[h*hd:(h+1)*hd], w.qd[h*nb:(h+1)*nb]) * scale
+			if cp != 0 {
+				s = cp * tanhf(s)
+			}
 			a := acc[h*hd : (h+1)*hd]
 			ms, vs := float32(1), float32(1)
 			if s > M[h] {

@@ -152,7 +152,10 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 	hd := c.HeadDim
 	group := c.Heads / c.KVHeads
 	qDim := c.Heads * hd
-	scale := m.kqScale
+	scale, cp := m.kqScale, c.AttnSoftcap
+	if cp != 0 {
+		scale /= cp // then tanhf and times cap, before the mask (ggml's order)
+	}
 	const T = tensor.FATile
 	nv := int(u.n) * group
 	nvp := (nv + tensor.FABlock - 1) / tensor.FABlock * tensor.FABlock
@@ -194,6 +197,11 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 			if valid <= 0 || lo >= T {
 				clear(kq)
 				continue
+			}
+			if cp != 0 {
+				for j, s := range kq {
+					kq[j] = tanhf(s) * cp
+				}
 			}
 			for j := valid; j < T; j++ {
 				kq[j] = float32(math.Inf(-1))

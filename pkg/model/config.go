@@ -57,6 +57,10 @@ type Config struct {
 	LocalLayers       []bool // len Layers when Window > 0
 	RopeThetaLocal    float64
 	LocalRopeUnscaled bool
+	// Soft-capping (gemma2), 0 for none: attention logits become
+	// AttnSoftcap*tanh(logit/AttnSoftcap) inside flash attention, output
+	// logits FinalSoftcap*tanh(logit/FinalSoftcap).
+	AttnSoftcap, FinalSoftcap float32
 }
 
 // RopeScaling is a supported RoPE frequency scaling.

@@ -44,6 +44,13 @@ type family struct {
 	// postNorms: RMSNorms of the attention and FFN outputs before their
 	// residual adds (post_attention_norm, post_ffw_norm); required when set.
 	postNorms bool
+	// tiedOnly: the output head is the embedding table whatever the file
+	// holds (llama.cpp's gemma2 never reads output.weight).
+	tiedOnly bool
+	// genEmbedStd, when set, is the spread of gen-model's embeddings: a
+	// family that scales them by sqrt(hidden) and reads them back as its
+	// output head would otherwise only repeat its input token.
+	genEmbedStd float32
 	// fusedProj: q|k|v are one tensor (attn_qkv) and gate|up another
 	// (ffn_up, gate rows first), as phi3 stores them.
 	fusedProj bool

@@ -102,29 +102,33 @@ func gemma3HF(raw []byte, c *Config) error {
 		return nil
 	}
 	c.Window = hc.Window
-	switch {
-	case len(hc.LayerTypes) > 0:
-		if len(hc.LayerTypes) != c.Layers {
-			return fmt.Errorf("gemma3: %d layer_types for %d layers", len(hc.LayerTypes), c.Layers)
-		}
-		c.LocalLayers = make([]bool, c.Layers)
-		for i, t := range hc.LayerTypes {
-			switch t {
-			case "sliding_attention":
-				c.LocalLayers[i] = true
-			case "full_attention":
-			default:
-				return fmt.Errorf("gemma3: layer type %q is not supported", t)
-			}
-		}
-	default:
-		n := 6
-		if hc.Pattern != nil {
-			n = *hc.Pattern
-		}
-		var err error
-		if c.LocalLayers, err = swaPattern(c.Layers, n); err != nil {
-			return fmt.Errorf("gemma3: %w", err)
+	if len(hc.LayerTypes) > 0 {
+		return gemmaLayerTypes(hc.LayerTypes, c)
+	}
+	n := 6
+	if hc.Pattern != nil {
+		n = *hc.Pattern
+	}
+	var err error
+	if c.LocalLayers, err = swaPattern(c.Layers, n); err != nil {
+		return fmt.Errorf("gemma3: %w", err)
+	}
+	return nil
+}
+
+// gemmaLayerTypes reads transformers' layer_types (one per layer).
+func gemmaLayerTypes(types []string, c *Config) error {
+	if len(types) != c.Layers {
+		return fmt.Errorf("%s: %d layer_types for %d layers", c.Arch, len(types), c.Layers)
+	}
+	c.LocalLayers = make([]bool, c.Layers)
+	for i, t := range types {
+		switch t {
+		case "sliding_attention":
+			c.LocalLayers[i] = true
+		case "full_attention":
+		default:
+			return fmt.Errorf("%s: layer type %q is not supported", c.Arch, t)
 		}
 	}
 	return nil

@@ -145,7 +145,7 @@ func checkTop5(t *testing.T, m *Model, r llamaRun, tol float64) {
 	if len(r.Top5) == 0 {
 		return
 	}
-	logits := prefillChunked(t, m, r.Tokens, llamaBatch)
+	logits := prefillChunked(t, m, r.Tokens, llamaChunks(len(r.Tokens)))
 	maxL := math.Inf(-1)
 	for _, v := range logits {
 		maxL = math.Max(maxL, float64(v))
@@ -165,7 +165,7 @@ func checkTop5(t *testing.T, m *Model, r llamaRun, tol float64) {
 
 // top5Tolerance is 1e-4, except for a prompt longer than the cells
 // llama.cpp gives a sliding-window layer's cache in greedy_ids.mjs's
-// context (llama_kv_cache_iswa: window + n_ubatch 512, padded to 256):
+// context (llama_kv_cache_iswa: window + n_ubatch 513, padded to 256):
 // there the cache wraps and puts later keys in the cells of dropped ones,
 // so its attention sums the keys of the window in another order (checked:
 // with swaFullCache, which cannot wrap, llama.cpp gives our value to 1e-6
@@ -175,8 +175,8 @@ func top5Tolerance(m *Model, r llamaRun) float64 {
 	if c.Window == 0 {
 		return 1e-4
 	}
-	ctx := max(512, len(r.Tokens)+32+8) // greedy_ids.mjs's context
-	cells := (min(ctx, c.Window+512) + 255) / 256 * 256
+	ctx := max(512, len(r.Tokens)+32+8)                 // greedy_ids.mjs's context
+	cells := (min(ctx, c.Window+513) + 255) / 256 * 256 // n_ubatch: llamaChunks
 	if len(r.Tokens) > cells {
 		return 1e-3
 	}
@@ -226,9 +226,21 @@ func TestFamilyChatTemplates(t *testing.T) {
 // longer prompt is prefilled in chunks of this many tokens.
 const llamaBatch = 512
 
-// prefillChunked prefills prompt in chunks of n tokens, as llama.cpp
-// splits a prompt longer than its batch, and returns the last logits.
-func prefillChunked(t *testing.T, m *Model, prompt []int32, n int) []float32 {
+// llamaChunks is how node-llama-cpp's llama.cpp splits an n-token prompt:
+// llamaBatch tokens at a time (its JS side queues batches of the context's
+// batchSize; for a sliding-window model it gives llama.cpp one more as
+// n_batch = n_ubatch, headroom it does not fill).
+func llamaChunks(n int) []int {
+	var out []int
+	for ; n > llamaBatch; n -= llamaBatch {
+		out = append(out, llamaBatch)
+	}
+	return append(out, n)
+}
+
+// prefillChunked prefills prompt in the given chunks, as llama.cpp splits
+// a prompt longer than its batch, and returns the last logits.
+func prefillChunked(t *testing.T, m *Model, prompt []int32, chunks []int) []float32 {
 	t.Helper()
 	kv := m.NewKV(len(prompt))
 	slots := make([]int32, len(prompt))
@@ -236,8 +248,9 @@ func prefillChunked(t *testing.T, m *Model, prompt []int32, n int) []float32 {
 		slots[i] = int32(i)
 	}
 	out := [][]float32{make([]float32, m.Config().Vocab)}
-	for start := 0; start < len(prompt); start += n {
-		end := min(start+n, len(prompt))
+	start := 0
+	for _, n := range chunks {
+		end := start + n
 		pos := make([]int32, end-start)
 		for i := range pos {
 			pos[i] = int32(start + i)
@@ -247,6 +260,7 @@ func prefillChunked(t *testing.T, m *Model, prompt []int32, n int) []float32 {
 		if err := m.Forward(b, kv, out); err != nil {
 			t.Fatal(err)
 		}
+		start = end
 	}
 	return out[0]
 }

@@ -292,6 +292,13 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		// ggml_scale by 1/scale, the reciprocal rounded to float32 first.
 		scaleInPlace(out, 1/c.LogitScale)
 	}
+	if cp := c.FinalSoftcap; cp != 0 {
+		// ggml_scale(1/cap), ggml_tanh, ggml_scale(cap).
+		inv := 1 / cp
+		for i, v := range out {
+			out[i] = tanhf(v*inv) * cp
+		}
+	}
 	m.tr("result_output", -1, out)
 	j := 0
 	for si, sq := range b.Seqs {

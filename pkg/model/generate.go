@@ -44,6 +44,8 @@ type GenOptions struct {
 	// RopeLinear > 0 is a linear RoPE scaling factor of the global layers.
 	SlidingWindow, SWAPattern  int
 	RopeThetaLocal, RopeLinear float64
+	// Gemma 2's attention and final soft-caps (0: Gemma 2's 50 and 30).
+	AttnSoftcap, FinalSoftcap float64
 	// Tokenizer is a Hugging Face tokenizer directory the model carries
 	// (tokenizer.json, tokenizer_config.json with its chat template)
 	// instead of a synthetic vocabulary; Vocab becomes its size. HF
@@ -73,6 +75,9 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 	}
 	if o.RMSEps == 0 {
 		o.RMSEps = 1e-5
+	}
+	if fam.tiedOnly {
+		o.Tied = true
 	}
 	switch {
 	case o.Hidden <= 0 || o.Layers <= 0 || o.Heads <= 0 || o.KVHeads <= 0 || o.FFN <= 0:
@@ -164,6 +169,9 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 	H, qDim, kvDim := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
 	lin := func(rows, cols int) float32 { return float32(0.5 / math.Sqrt(float64(cols))) }
 	ts := []genTensor{{name: "token_embd.weight", rows: o.Vocab, cols: H, std: 0.5}}
+	if fam.genEmbedStd != 0 {
+		ts[0].std = fam.genEmbedStd
+	}
 	for i := 0; i < o.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
 		ts = append(ts, genTensor{name: p + "attn_norm.weight", cols: H, std: 0.05, center: 1})

@@ -251,6 +251,9 @@ func (m *Model) loadWeights(l *loader) error {
 	if err != nil {
 		return err
 	}
+	if m.fam.tiedOnly {
+		out = nil
+	}
 	// Tied: the table is also the output head, streamed every step.
 	if m.embed, err = l.asMatrix(emb, c.Vocab, H, out == nil); err != nil {
 		return err
