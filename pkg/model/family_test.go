@@ -18,7 +18,7 @@ func TestFamilyRegistry(t *testing.T) {
 	want := map[string]struct{ gguf, class string }{
 		"llama": {"llama", "LlamaForCausalLM"}, "mistral": {"llama", "MistralForCausalLM"},
 		"qwen2": {"qwen2", "Qwen2ForCausalLM"}, "qwen3": {"qwen3", "Qwen3ForCausalLM"},
-		"gemma3": {"gemma3", "Gemma3ForCausalLM"},
+		"gemma3": {"gemma3", "Gemma3ForCausalLM"}, "gemma2": {"gemma2", "Gemma2ForCausalLM"},
 	}
 	for name, w := range want {
 		f, err := lookupFamily(name)
@@ -39,7 +39,7 @@ func TestFamilyRegistry(t *testing.T) {
 		}
 	}
 	// config.json's model_type: a family's hfType, else its name.
-	for mt, name := range map[string]string{"gemma3_text": "gemma3", "llama": "llama", "qwen3": "qwen3"} {
+	for mt, name := range map[string]string{"gemma3_text": "gemma3", "gemma2": "gemma2", "llama": "llama", "qwen3": "qwen3"} {
 		if f, err := lookupHFFamily(mt); err != nil || f.name != name {
 			t.Errorf("model_type %s: %v, %v", mt, f, err)
 		}
