@@ -11,6 +11,10 @@
 # usage: scripts/bench-longctx.sh
 # env:   THREADS=1 CONTEXTS="512 2048 8192 32768" GEN=33 RUNS=1 SEQS=16 P2=2048
 #        CACHE=/tmp/lightllm-bench-models  LLAMACPP_REF=/tmp/llamacpp-ref  OUT=FILE (raw JSON lines)
+#        SERVER_P=4096 PORT=18927          also time to first token of a SERVER_P-token prompt through
+#                                          the launched server (/generate, max_new_tokens 1, prompt cache
+#                                          off, same token ids) against llama.cpp's prefill time for it;
+#                                          SERVER_P= (empty) skips it
 # The model is 160M-shaped (hidden 768, 12 layers, 12 heads / 4 KV heads,
 # FFN 3072, vocab 32000), q8_0, context 40960. A 32k prompt takes minutes
 # per engine on one core.
@@ -23,6 +27,8 @@ GEN=${GEN:-33}
 RUNS=${RUNS:-1}
 SEQS=${SEQS:-16}
 P2=${P2:-2048}
+SERVER_P=${SERVER_P-4096}
+PORT=${PORT:-18927}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 OUT=${OUT:-}
 SHAPE=(--arch llama --hidden 768 --layers 12 --heads 12 --kv_heads 4 --ffn 3072 --vocab 32000 --max_pos 40960)
@@ -64,6 +70,36 @@ for run in $(seq "$RUNS"); do
 		--gen_tokens "$GEN" --sequences "$SEQS" --context "$P2" --json)"
 done
 
+if [ -n "$SERVER_P" ]; then
+	log "building the server roles -> $CACHE/bin"
+	go build -o "$CACHE/bin/" ./cmd/...
+	# longctx.mjs's prompt, computed by the same JavaScript.
+	ids=$(node -e '
+		const P = +process.argv[1]; let x = 12345; const p = [];
+		for (let i = 0; i < P; i++) { x = (x * 1103515245 + 12345) >>> 0; p.push(3 + (x % (30000 - 3))); }
+		console.log(JSON.stringify(p));' "$SERVER_P")
+	inst="bench-longctx-$PORT"
+	"$CACHE/bin/lightllm" launch --model_dir "$model" --port "$PORT" --instance "$inst" --threads "$THREADS" \
+		--disable_dynamic_prompt_cache --max_req_total_len $((SERVER_P + 16)) >"$raw.server" 2>&1 &
+	server=$!
+	trap 'rm -f "$raw" "$raw.server"; "$CACHE/bin/lightllm" stop --instance "$inst" >/dev/null 2>&1 || true' EXIT
+	for _ in $(seq 600); do
+		curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
+		kill -0 "$server" 2>/dev/null || { tail -20 "$raw.server" >&2; exit 1; }
+		sleep 0.5
+	done
+	for run in $(seq "$RUNS"); do
+		log "TTFT P=$SERVER_P run $run/$RUNS: server"
+		t=$(curl -fsS -o /dev/null -w '%{time_total}' -H 'Content-Type: application/json' \
+			-d "{\"inputs\": $ids, \"parameters\": {\"max_new_tokens\": 1}}" "http://127.0.0.1:$PORT/generate")
+		record server_ttft "$SERVER_P" "{\"ttft_s\": $t}"
+		log "TTFT P=$SERVER_P run $run/$RUNS: llama.cpp prefill"
+		record llamacpp_ttft "$SERVER_P" "$(node "$REF/longctx.mjs" "$model" "$THREADS" "$SERVER_P" 2)"
+	done
+	"$CACHE/bin/lightllm" stop --instance "$inst" >/dev/null 2>&1 || true
+	wait "$server" 2>/dev/null || true
+fi
+
 jq -rs --arg threads "$THREADS" --argjson seqs "$SEQS" --argjson p2 "$P2" '
 	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
 	def r2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
@@ -78,5 +114,9 @@ jq -rs --arg threads "$THREADS" --argjson seqs "$SEQS" --argjson p2 "$P2" '
 		"| \($P) | \($op | r2) | \($lp | r2) | \(if $lp then ($op / $lp) | r2 else "-" end) | \($od | r2) | \($ld | r2) | \(if $ld then ($od / $ld) | r2 else "-" end) |"),
 	(([$all[] | select(.kind == "ours_multi")] | map(.["decode_ctx_tok_s_x\($seqs)"]) | med) as $m |
 	 ([$all[] | select(.kind == "llamacpp" and .P == $p2)] | map(.decode_tok_s_at_P) | med) as $l1 |
-	 "\($seqs) sequences x \($p2) context: \($m | r2) tok/s aggregate = \(if $l1 then ($m / $l1) | r2 else "-" end)x llama.cpp single sequence at \($p2)")
+	 "\($seqs) sequences x \($p2) context: \($m | r2) tok/s aggregate = \(if $l1 then ($m / $l1) | r2 else "-" end)x llama.cpp single sequence at \($p2)"),
+	(([$all[] | select(.kind == "server_ttft")]) as $st | if ($st | length) == 0 then empty else
+	 ($st | map(.ttft_s) | med) as $t | $st[0].P as $sp |
+	 ([$all[] | select(.kind == "llamacpp_ttft")] | map($sp / .prefill_tok_s) | med) as $lt |
+	 "TTFT of a \($sp)-token prompt through the server: \($t | r2) s; llama.cpp prefill of it: \($lt | r2) s; ratio \(($t / $lt) | r2) (<= 1 is the target)" end)
 ' --argjson all "$(jq -s . "$raw")" "$raw"

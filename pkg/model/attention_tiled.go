@@ -23,17 +23,25 @@ type attnUnit struct {
 	tiled bool
 }
 
-// blockRows is how many consecutive tokens a tiled unit takes: enough that
-// its query vectors (tokens x query heads per KV head) fill whole
-// FABlock-high kernel passes.
+// blockRows is how many consecutive tokens a tiled unit takes: its query
+// vectors (tokens x query heads per KV head) fill whole FABlock-high kernel
+// passes, and there are about unitRows of them, so that each key and value
+// tile, once in cache, serves that many tokens: with a unit of two tokens
+// every unit streamed the whole f32 K/V of the sequence (16 MB per KV head
+// at 32k tokens) from memory. The bits do not depend on the unit size
+// (every output element is its own chain in ggml's order).
 func (m *Model) blockRows() int {
 	group := m.cfg.Heads / m.cfg.KVHeads
 	a, b := tensor.FABlock, group
 	for b != 0 {
 		a, b = b, a%b
 	}
-	return tensor.FABlock / a
+	base := tensor.FABlock / a
+	return base * max(1, unitRows/base)
 }
+
+// unitRows is the target token count of a tiled unit.
+const unitRows = 32
 
 // blockVectors is the query vectors of a full tiled unit.
 func (m *Model) blockVectors() int {
