@@ -127,8 +127,11 @@ func TestKillStorm(t *testing.T) {
 			// A process already killed may still be listed (a zombie until
 			// the supervisor reaps it, which kill(2) does not refuse): take
 			// another role then.
+			// Round robin over the roles (each gets its share of the kills),
+			// the others in random order when that one is not up.
 			pids := stormPids(s)
-			for _, j := range rng.Perm(len(roles)) {
+			order := append([]int{i % len(roles)}, rng.Perm(len(roles))...)
+			for _, j := range order {
 				pid := pids[roles[j]]
 				if pid == 0 || killed[pid] {
 					continue
