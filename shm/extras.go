@@ -25,7 +25,7 @@ import (
 //
 // in increasing kind order, at most one per kind.
 //
-// Adding a kind (#18's grammar, #22's bias map) is done in this file only: a
+// Adding a kind (#18's grammar and allowed ids, #22's bias map) is done in this file only: a
 // field here, an ExtraKind constant, a case in encode and one in decode, and
 // a case in TestExtrasRoundTrip; the reader that needs it gets the field
 // from Slot.ExtrasFor. Infer turns the sections it acts on into an
@@ -42,6 +42,10 @@ type Extras struct {
 	// pkg/constrain encodes it (JSON); infer turns it into the request's
 	// logits processor. Payload: the bytes.
 	Constraint []byte
+	// AllowedTokenIDs is LightLLM's allowed_token_ids: the only tokens
+	// infer may sample (every other logit masked), ids strictly
+	// increasing. Payload: count u32, then per id i32.
+	AllowedTokenIDs []int32
 }
 
 // TokenBias is one logit_bias entry.
@@ -60,6 +64,8 @@ const (
 	ExtraLogitBias ExtraKind = 2
 	// ExtraConstraint is Extras.Constraint.
 	ExtraConstraint ExtraKind = 3
+	// ExtraAllowedTokens is Extras.AllowedTokenIDs.
+	ExtraAllowedTokens ExtraKind = 4
 )
 
 // extrasAlign is the pool's allocation unit (and each section's offset alignment).
@@ -67,7 +73,7 @@ const extrasAlign = 64
 
 // Empty reports whether there is nothing to store.
 func (x *Extras) Empty() bool {
-	return len(x.StopStrings) == 0 && len(x.LogitBias) == 0 && len(x.Constraint) == 0
+	return len(x.StopStrings) == 0 && len(x.LogitBias) == 0 && len(x.Constraint) == 0 && len(x.AllowedTokenIDs) == 0
 }
 
 // encode returns the sections of x (nil when empty).
@@ -100,6 +106,13 @@ func (x *Extras) encode() []byte {
 	}
 	if len(x.Constraint) > 0 {
 		section(ExtraConstraint, x.Constraint)
+	}
+	if len(x.AllowedTokenIDs) > 0 {
+		p := binary.LittleEndian.AppendUint32(nil, uint32(len(x.AllowedTokenIDs)))
+		for _, id := range x.AllowedTokenIDs {
+			p = binary.LittleEndian.AppendUint32(p, uint32(id))
+		}
+		section(ExtraAllowedTokens, p)
 	}
 	return b
 }
@@ -175,6 +188,23 @@ func decodeExtras(b []byte) (Extras, error) {
 				return bad("empty constraint")
 			}
 			x.Constraint = append([]byte(nil), payload...)
+		case ExtraAllowedTokens:
+			if len(payload) < 4 {
+				return bad("allowed tokens: no count")
+			}
+			count := uint64(binary.LittleEndian.Uint32(payload))
+			payload = payload[4:]
+			if count == 0 || count*4 != uint64(len(payload)) {
+				return bad("allowed tokens: %d ids in %d bytes", count, len(payload))
+			}
+			x.AllowedTokenIDs = make([]int32, count)
+			for i := range x.AllowedTokenIDs {
+				id := int32(binary.LittleEndian.Uint32(payload[4*i:]))
+				if id < 0 || (i > 0 && id <= x.AllowedTokenIDs[i-1]) {
+					return bad("allowed token %d: id %d", i, id)
+				}
+				x.AllowedTokenIDs[i] = id
+			}
 		default:
 			return bad("unknown section kind %d", k)
 		}
@@ -192,6 +222,11 @@ func (x *Extras) validate() error {
 	for i, e := range x.LogitBias {
 		if e.ID < 0 || (i > 0 && e.ID <= x.LogitBias[i-1].ID) || !finite32(e.Bias) {
 			return fmt.Errorf("logit bias entry %d (id %d, bias %g): ids must increase, biases be finite", i, e.ID, e.Bias)
+		}
+	}
+	for i, id := range x.AllowedTokenIDs {
+		if id < 0 || (i > 0 && id <= x.AllowedTokenIDs[i-1]) {
+			return fmt.Errorf("allowed token %d (id %d): ids must be non-negative and increase", i, id)
 		}
 	}
 	return nil

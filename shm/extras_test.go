@@ -17,6 +17,8 @@ func TestExtrasRoundTrip(t *testing.T) {
 		"one 100 KB":    {StopStrings: []string{big}},
 		"logit bias":    {LogitBias: []TokenBias{{0, -100}, {7, 0.5}, {31999, 100}}},
 		"all three":     {StopStrings: []string{"x"}, LogitBias: []TokenBias{{3, -1}}, Constraint: []byte(`{}`)},
+		"allowed ids":   {AllowedTokenIDs: []int32{0, 5, 127999}},
+		"all four":      {StopStrings: []string{"x"}, LogitBias: []TokenBias{{3, -1}}, Constraint: []byte(`{}`), AllowedTokenIDs: []int32{2, 3}},
 		"constraint":    {StopStrings: []string{"x"}, Constraint: []byte(`{"grammar":{"Kind":"regex","Text":"a+"}}`)},
 		"100 KB schema": {Constraint: []byte(big)},
 	} {

@@ -12,7 +12,7 @@ import (
 // LightLLM and vLLM accept (top_k, repetition_penalty, ignore_eos, ...).
 var openAICommon = slices.Concat(samplingFieldNames, []string{"model", "max_tokens", "max_completion_tokens", "n",
 	"stream", "stream_options", "stop", "logit_bias", "user", "response_format",
-	"min_tokens", "stop_token_ids", "spaces_between_special_tokens", "include_stop_str_in_output"})
+	"min_tokens", "stop_token_ids", "spaces_between_special_tokens", "include_stop_str_in_output", "allowed_token_ids"})
 
 // openAIRequest is what both endpoints parse in common.
 type openAIRequest struct {
@@ -68,6 +68,7 @@ func (s *Server) parseOpenAICommon(o *object, req *openAIRequest, path string) {
 	s.stopStrings(o, "stop", p)
 	s.stopTokenIDs(o, "stop_token_ids", p)
 	p.LogitBias = s.openAILogitBias(o, "logit_bias")
+	p.AllowedTokenIDs = s.idListField(o, "allowed_token_ids", maxAllowedTokenIDs) // vLLM's extension
 	req.constraint = openAIConstraint(o)
 	o.str("user")
 }

@@ -85,7 +85,6 @@ var vllmUnsupported = map[string]string{
 	"use_beam_search":            "",
 	"length_penalty":             "1",
 	"prompt_logprobs":            "",
-	"allowed_token_ids":          "",
 	"bad_words":                  "",
 	"logits_processors":          "",
 	"return_tokens_as_token_ids": "",

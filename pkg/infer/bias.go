@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/shm"
@@ -28,6 +29,34 @@ func (biasProcessor) Accept(int32) error { return nil }
 // newBias is the engine's factory for a request's bias map.
 func newBias(bias []shm.TokenBias) func() (engine.LogitsProcessor, error) {
 	p := biasProcessor(bias)
+	return func() (engine.LogitsProcessor, error) { return p, nil }
+}
+
+// allowProcessor is LightLLM's allowed_token_ids: every logit but the
+// listed ones (sorted, distinct) is masked to -Inf. Stateless like the
+// bias, so replay rebuilds it exactly.
+type allowProcessor []int32
+
+func (a allowProcessor) Process(row []float32) error {
+	if last := a[len(a)-1]; int(last) >= len(row) {
+		return fmt.Errorf("allowed_token_ids token %d: the model has %d logits", last, len(row))
+	}
+	next := 0
+	for id := range row {
+		if next < len(a) && int(a[next]) == id {
+			next++
+			continue
+		}
+		row[id] = float32(math.Inf(-1))
+	}
+	return nil
+}
+
+func (allowProcessor) Accept(int32) error { return nil }
+
+// newAllowed is the engine's factory for a request's allowed ids.
+func newAllowed(ids []int32) func() (engine.LogitsProcessor, error) {
+	p := allowProcessor(ids)
 	return func() (engine.LogitsProcessor, error) { return p, nil }
 }
 

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -12,13 +13,19 @@ import (
 // submitBias is submit with a logit-bias map in the slot's extras.
 func submitBias(t *testing.T, r *shm.Region, prompt []int32, maxNew int, bias []shm.TokenBias) *shm.Slot {
 	t.Helper()
+	return submitExtras(t, r, prompt, maxNew, shm.Extras{LogitBias: bias})
+}
+
+// submitExtras is submit (greedy) with the given extras.
+func submitExtras(t *testing.T, r *shm.Region, prompt []int32, maxNew int, x shm.Extras) *shm.Slot {
+	t.Helper()
 	s, gen, err := r.Alloc(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := sampler.Params{MaxNewTokens: maxNew, TopK: 1, Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: 7}
 	if err := s.Fill(gen, shm.Request{RequestID: uint64(s.Index) + 100, Prompt: prompt, Params: p, Arrival: time.Now(),
-		Extras: shm.Extras{LogitBias: bias}}); err != nil {
+		Extras: x}); err != nil {
 		t.Fatal(err)
 	}
 	for _, to := range []shm.State{shm.StateQueued, shm.StateRunning} {
@@ -93,5 +100,48 @@ func TestChainFactories(t *testing.T) {
 	}
 	if err := p.Process(make([]float32, 2)); err == nil {
 		t.Error("a bias past the row: no error")
+	}
+}
+
+// TestWorkerAllowedTokens: allowed_token_ids confine greedy decoding to the
+// listed ids (the synthetic model's favourite is never among them), and a
+// restarted infer continues the request exactly.
+func TestWorkerAllowedTokens(t *testing.T) {
+	prompt := []int32{1, 3, 4}
+	plain := expected(prompt, 12)
+	var allowed []int32
+	for id := int32(20); id < 40; id += 3 {
+		if !slices.Contains(plain, id) {
+			allowed = append(allowed, id)
+		}
+	}
+	x := shm.Extras{AllowedTokenIDs: allowed}
+	r := newRegion(t)
+	w := newWorker(t, r)
+	s := submitExtras(t, r, prompt, 12, x)
+	runUntil(t, w, 100, func() bool { return s.InferReleased.Load() == 1 })
+	ref := outputs(t, s)
+	if len(ref) != 12 || slices.ContainsFunc(ref, func(tok int32) bool { return !slices.Contains(allowed, tok) }) {
+		t.Fatalf("output %v outside the allowed %v", ref, allowed)
+	}
+	r2 := newRegion(t)
+	w1 := newWorker(t, r2)
+	s2 := submitExtras(t, r2, prompt, 12, x)
+	runUntil(t, w1, 50, func() bool { return s2.CandetokenOutLen.Load() >= 5 })
+	w2 := newWorker(t, r2) // w1 "died"
+	runUntil(t, w2, 100, func() bool { return s2.InferReleased.Load() == 1 })
+	if got := outputs(t, s2); !slices.Equal(got, ref) {
+		t.Errorf("after a restart %v, want %v", got, ref)
+	}
+}
+
+func TestAllowProcessor(t *testing.T) {
+	p := allowProcessor{1, 3}
+	row := []float32{5, 1, 7, 2}
+	if err := p.Process(row); err != nil || row[1] != 1 || row[3] != 2 || !math.IsInf(float64(row[0]), -1) || !math.IsInf(float64(row[2]), -1) {
+		t.Errorf("row %v, %v", row, err)
+	}
+	if err := (allowProcessor{9}).Process(make([]float32, 4)); err == nil {
+		t.Error("an allowed id past the row: no error")
 	}
 }

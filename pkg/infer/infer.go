@@ -363,7 +363,10 @@ func (w *Worker) start(index int, gen uint32) {
 			end(shm.FinishError, "bad extras", err)
 			return
 		}
-		var bias, grammar func() (engine.LogitsProcessor, error)
+		var allowed, bias, grammar func() (engine.LogitsProcessor, error)
+		if len(x.AllowedTokenIDs) > 0 {
+			allowed = newAllowed(x.AllowedTokenIDs)
+		}
 		if len(x.LogitBias) > 0 {
 			bias = newBias(x.LogitBias)
 		}
@@ -377,7 +380,7 @@ func (w *Worker) start(index int, gen uint32) {
 				return
 			}
 		}
-		req.NewProcessor = chainFactories(bias, grammar)
+		req.NewProcessor = chainFactories(allowed, bias, grammar)
 	}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {

@@ -39,6 +39,7 @@ func testPlainModel(t *testing.T, bin, models string, gold apiGolden) {
 	t.Run("native", func(t *testing.T) { testNative(t, c, gold, stopped) })
 	t.Run("native logprobs", func(t *testing.T) { testNativeLogprobs(t, c) })
 	t.Run("native logit_bias", func(t *testing.T) { testNativeLogitBias(t, c, gold) })
+	t.Run("native allowed_token_ids", func(t *testing.T) { testNativeAllowedTokens(t, c, gold) })
 	t.Run("native length decay", func(t *testing.T) { testNativeLengthDecay(t, c) })
 	t.Run("min_p", func(t *testing.T) { testMinP(t, c, nil) })
 	t.Run("completions", func(t *testing.T) { testCompletions(t, c, gold) })
@@ -459,6 +460,36 @@ func testSeededN(t *testing.T, c *apiClient) {
 		"max_new_tokens": 32, "do_sample": true, "temperature": 1, "seed": 6}}, &one)
 	if len(g.Texts) != 2 || g.Texts[1] != one.GeneratedText[0] || g.Texts[0] != a[0] || g.Texts[1] != a[1] {
 		t.Errorf("native n=2 seed 5 %q; single seed 6 %q; completions seed 5 %q", g.Texts, one.GeneratedText, a[:2])
+	}
+}
+
+// testNativeAllowedTokens: LightLLM's allowed_token_ids are the only ids
+// sampled (infer masks the rest: shm extras kind 4), greedy or not, and an
+// out-of-vocabulary id is a 400.
+func testNativeAllowedTokens(t *testing.T, c *apiClient, gold apiGolden) {
+	allowed := []int32{}
+	for id := int32(5); id < 200; id += 17 {
+		if id != gold.Tokens[0] {
+			allowed = append(allowed, id)
+		}
+	}
+	for _, temp := range []float64{0, 1} {
+		var a apiNativeAnswer
+		c.postJSON(t, "/generate", map[string]any{"inputs": "Once upon a time", "parameters": map[string]any{
+			"max_new_tokens": 24, "return_details": true, "temperature": temp, "do_sample": temp > 0, "allowed_token_ids": allowed}}, &a)
+		if len(a.Tokens) != 24 {
+			t.Fatalf("/generate with allowed_token_ids (temperature %v): %d tokens, want 24", temp, len(a.Tokens))
+		}
+		for i, tok := range a.Tokens {
+			if !slices.Contains(allowed, tok.ID) {
+				t.Fatalf("temperature %v: token %d is %d, not among the allowed %v", temp, i, tok.ID, allowed)
+			}
+		}
+	}
+	a2 := c.do(t, http.MethodPost, "/generate", map[string]any{"inputs": "", "parameters": map[string]any{
+		"max_new_tokens": 4, "allowed_token_ids": []int{99999999}}})
+	if err := (apiHostile{Status: 400, Code: "invalid_value", Param: "parameters.allowed_token_ids"}).Check(a2.status, a2.body); err != nil {
+		t.Errorf("out-of-vocabulary allowed_token_ids: %v", err)
 	}
 }
 

@@ -276,6 +276,12 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 		return nil, err
 	}
 	bias := logitBias(g.Params.LogitBias)
+	allowed := allowedIDs(g.Params.AllowedTokenIDs)
+	if len(allowed) > 0 && constraint != nil {
+		// Both mask the row; their intersection may leave the grammar no
+		// token at all, so the pair is refused rather than half-honoured.
+		return nil, fmt.Errorf("%w: allowed_token_ids together with a structured-output constraint is not supported", apiserver.ErrInvalidRequest)
+	}
 	if err := b.waitAvailable(ctx); err != nil {
 		return nil, err
 	}
@@ -302,7 +308,7 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			p.Seed = rand.Int64N(math.MaxInt64)
 		}
 		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt,
-			Extras: shm.Extras{StopStrings: stops, LogitBias: bias, Constraint: constraint}}
+			Extras: shm.Extras{StopStrings: stops, LogitBias: bias, Constraint: constraint, AllowedTokenIDs: allowed}}
 		if err := s.Fill(gen, req); err != nil {
 			switch {
 			case errors.Is(err, shm.ErrTooLong):
@@ -344,6 +350,17 @@ func logitBias(m map[int32]float32) []shm.TokenBias {
 	return out
 }
 
+// allowedIDs is the extras form of allowed_token_ids: sorted, without
+// repeats (the same request always writes the same bytes).
+func allowedIDs(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // slotParams maps the HTTP layer's parameters onto what a slot carries;
 // what it cannot carry is refused rather than ignored.
 func (b *Backend) slotParams(p *apiserver.SamplingParams) (sampler.Params, []string, error) {
@@ -353,8 +370,6 @@ func (b *Backend) slotParams(p *apiserver.SamplingParams) (sampler.Params, []str
 	switch {
 	case len(p.BannedTokenIDs) > shm.MaxBannedTokenIDs:
 		return sampler.Params{}, nil, fmt.Errorf("%w: %d logit_bias ids, at most %d", apiserver.ErrInvalidRequest, len(p.BannedTokenIDs), shm.MaxBannedTokenIDs)
-	case len(p.AllowedTokenIDs) > 0:
-		return sampler.Params{}, nil, unsupported("allowed_token_ids")
 	case p.TopLogprobs > shm.MaxTopLogprobs:
 		return sampler.Params{}, nil, fmt.Errorf("%w: %d top logprobs, at most %d", apiserver.ErrInvalidRequest, p.TopLogprobs, shm.MaxTopLogprobs)
 	}

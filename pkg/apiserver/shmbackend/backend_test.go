@@ -6,12 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
+	"github.com/lightllm-go/lightllm/pkg/constrain"
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
@@ -147,7 +150,6 @@ func TestSubmitRefuses(t *testing.T) {
 		{"logit_bias over a slot's room", 1, func(p *apiserver.SamplingParams) {
 			p.BannedTokenIDs = make([]int32, shm.MaxBannedTokenIDs+1)
 		}, apiserver.ErrInvalidRequest},
-		{"allowed ids", 1, func(p *apiserver.SamplingParams) { p.AllowedTokenIDs = []int32{3} }, apiserver.ErrInvalidRequest},
 		{"top logprobs", 1, func(p *apiserver.SamplingParams) { p.TopLogprobs = shm.MaxTopLogprobs + 1 }, apiserver.ErrInvalidRequest},
 		{"too long for a slot", 1, func(p *apiserver.SamplingParams) { p.MaxNewTokens = 100 }, apiserver.ErrInvalidRequest},
 		{"n out of range", 9, nil, apiserver.ErrInvalidRequest},
@@ -161,6 +163,13 @@ func TestSubmitRefuses(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+	p := greedy(10)
+	p.AllowedTokenIDs = []int32{3, 4}
+	_, err := b.Submit(context.Background(), &apiserver.Group{Prompt: []int32{1}, N: 1, Params: p, Arrival: time.Now(),
+		Constraint: &apiserver.Constraint{Spec: constrain.Spec{Grammar: grammar.Spec{Kind: grammar.KindRegex, Text: "a+"}}}})
+	if !errors.Is(err, apiserver.ErrInvalidRequest) || !strings.Contains(err.Error(), "allowed_token_ids") {
+		t.Errorf("allowed_token_ids with a constraint: %v, want an invalid request naming it", err)
 	}
 	for i := 0; i < h.region.NumSlots(); i++ {
 		if s, _ := h.region.Slot(i); s != nil {
