@@ -47,13 +47,6 @@ const (
 	DefaultMaxItems        = 8
 )
 
-// Validator is the options of a grammar used to check instances rather
-// than to generate them: no generation bounds on strings and arrays.
-func Validator(o Options) Options {
-	o.MaxStringLength, o.MaxItems = -1, -1
-	return o
-}
-
 // stringBound is the generation bound on strings without maxLength, -1 none.
 func (o Options) stringBound() int { return genBound(o.MaxStringLength, DefaultMaxStringLength) }
 

@@ -68,3 +68,10 @@ func byteVocab(extra ...string) *Vocab {
 	toks = append(toks, nil)
 	return NewVocab(toks, []int32{int32(len(toks) - 1)})
 }
+
+// validator is the options of a grammar used to check instances rather
+// than to generate them: no generation bounds on strings and arrays.
+func validator(o Options) Options {
+	o.MaxStringLength, o.MaxItems = -1, -1
+	return o
+}

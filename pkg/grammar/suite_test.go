@@ -219,9 +219,9 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 		// suite checks the grammar as a validator (no generation bounds);
 		// with the bounds (what generation uses) valid instances may be
 		// refused, invalid ones still never accepted.
-		{"draft2020-12 required", "draft2020-12/*.json", Validator(Options{FormatAnnotation: true}), false},
-		{"draft2020-12 formats asserted", "draft2020-12/optional/format/{date,date-time,time,uuid,ipv4,email,hostname}.json", Validator(Options{}), true},
-		{"draft7 required", "draft7/*.json", Validator(Options{FormatAnnotation: true, DefaultDraft: 7}), false},
+		{"draft2020-12 required", "draft2020-12/*.json", validator(Options{FormatAnnotation: true}), false},
+		{"draft2020-12 formats asserted", "draft2020-12/optional/format/{date,date-time,time,uuid,ipv4,email,hostname}.json", validator(Options{}), true},
+		{"draft7 required", "draft7/*.json", validator(Options{FormatAnnotation: true, DefaultDraft: 7}), false},
 		{"draft2020-12 required, generation bounds", "draft2020-12/*.json", Options{FormatAnnotation: true, MaxStringLength: 2, MaxItems: 2}, true},
 	}
 	for _, run := range runs {
