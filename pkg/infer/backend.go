@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -11,6 +12,9 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/model"
 )
 
+// loadLogEvery is how often infer logs the weights' load progress.
+const loadLogEvery = 5 * time.Second
+
 // NewExecutor loads the configured backend and builds the engine over it,
 // with the KV pool sized from max_total_token_num. The returned func
 // releases the model.
@@ -18,18 +22,27 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	var (
 		fwd     engine.Forwarder
 		closeFn = func() {}
+		loaded  = func() {} // the CPU model's summary line, once the engine is built
 	)
 	switch cfg.Backend {
 	case config.BackendCPU:
 		// The model's default KV type (f16, as llama.cpp's CPU path) keeps
 		// greedy output token-exact with llama.cpp; the engine replays a
 		// resumed request's original chunks so a restart changes nothing.
+		ll := newLoadLog(log, loadLogEvery)
 		m, err := model.Load(cfg.ModelDir, model.LoadOptions{Threads: cfg.Threads, NoTokenizer: true, MmapWeights: cfg.MmapWeights, KVType: cfg.KVCacheDtype,
-			Context: cfg.MaxReqTotalLen})
+			Context: cfg.MaxReqTotalLen, Progress: ll.progress})
 		if err != nil {
 			return nil, nil, fmt.Errorf("load model: %w", err)
 		}
 		fwd, closeFn = m, func() { m.Close() }
+		threads := cfg.Threads
+		if threads <= 0 {
+			threads = runtime.GOMAXPROCS(0)
+		}
+		loaded = func() {
+			ll.summary(int64(cfg.MaxTotalTokenNum)*int64(m.KVBytesPerToken()), cfg.MaxTotalTokenNum, threads, cfg.MmapWeights)
+		}
 	case config.BackendSynthetic:
 		tok, err := model.LoadTokenizer(cfg.ModelDir)
 		if err != nil {
@@ -67,6 +80,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		closeFn()
 		return nil, nil, err
 	}
+	loaded()
 	mc := fwd.Config()
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")

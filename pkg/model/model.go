@@ -33,6 +33,20 @@ type LoadOptions struct {
 	// copying the streamed ones into huge-page memory (tensor.WeightArena):
 	// less load time and no private copy, about 12% slower decode.
 	MmapWeights bool
+	// Progress, when set, hears of every tensor loaded (and once more with
+	// Done when all are), from the loading goroutine: infer logs it, so a
+	// big model's minutes of loading are not silent. It must be cheap.
+	Progress func(LoadProgress)
+}
+
+// LoadProgress is how far a Load is.
+type LoadProgress struct {
+	Tensors, TotalTensors int   // tensors of the file(s) loaded so far / in all
+	Bytes, TotalBytes     int64 // their bytes as stored in the file(s)
+	// CopiedBytes are weights copied into private (huge-page) memory so
+	// far; the rest are read from the file mapping (MmapWeights).
+	CopiedBytes int64
+	Done        bool
 }
 
 type layer struct {
@@ -176,7 +190,7 @@ func (m *Model) loadGGUFFile(f *gguf.File, opts LoadOptions) error {
 		return fmt.Errorf("model %s: %w", path, err)
 	}
 	m.ropeNeox = m.fam.ropeNeox
-	l := &loader{src: ggufSource{f}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts)}
+	l := newLoader(ggufSource{f}, m.weightArena(opts), opts.Progress)
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -215,8 +229,8 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	m.closers = append(m.closers, set)
-	l := &loader{src: hfSource{set: set, dir: dir, fam: m.fam}, counts: map[tensor.DType]int64{}, arena: m.weightArena(opts),
-		shiftNorms: m.fam.normShift}
+	l := newLoader(hfSource{set: set, dir: dir, fam: m.fam}, m.weightArena(opts), opts.Progress)
+	l.shiftNorms = m.fam.normShift
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -345,6 +359,7 @@ func (m *Model) loadWeights(l *loader) error {
 	if m.fam.qkNorm && !c.QKNorm {
 		return fmt.Errorf("%s: %s model without q/k norm weights (%s)", l.src.path(), c.Arch, nameFor(l.src, "blk.0.attn_q_norm.weight"))
 	}
+	l.finished()
 	var best int64
 	for dt, n := range l.counts {
 		if n > best {

@@ -27,11 +27,21 @@ type rawTensor struct {
 type weightSource interface {
 	get(name string) (*rawTensor, error)
 	path() string
+	// totals counts the tensors and their bytes as stored (for progress).
+	totals() (tensors int, bytes int64)
 }
 
 type ggufSource struct{ f *gguf.File }
 
 func (s ggufSource) path() string { return s.f.Path }
+
+func (s ggufSource) totals() (int, int64) {
+	var n int64
+	for i := range s.f.Tensors {
+		n += int64(len(s.f.TensorData(&s.f.Tensors[i])))
+	}
+	return len(s.f.Tensors), n
+}
 
 func (s ggufSource) get(name string) (*rawTensor, error) {
 	ti, ok := s.f.Tensor(name)
@@ -110,6 +120,18 @@ type hfSource struct {
 
 func (s hfSource) path() string { return s.dir }
 
+func (s hfSource) totals() (int, int64) {
+	var count int
+	var n int64
+	for _, f := range s.set.Files {
+		count += len(f.Tensors)
+		for i := range f.Tensors {
+			n += int64(len(f.TensorData(&f.Tensors[i])))
+		}
+	}
+	return count, n
+}
+
 func (s hfSource) get(name string) (*rawTensor, error) {
 	hf := s.fam.hfName(name)
 	info, data, f, ok := s.set.Tensor(hf)
@@ -143,6 +165,45 @@ type loader struct {
 	arena *tensor.WeightArena
 	// shiftNorms adds 1 to every *norm.weight (family.normShift, HF only).
 	shiftNorms bool
+
+	progress  func(LoadProgress) // nil: nobody listens
+	done      LoadProgress
+	splitting bool // inside splitMatrix: its parts are one tensor
+}
+
+func newLoader(src weightSource, arena *tensor.WeightArena, progress func(LoadProgress)) *loader {
+	l := &loader{src: src, counts: map[tensor.DType]int64{}, arena: arena, progress: progress}
+	if progress != nil {
+		l.done.TotalTensors, l.done.TotalBytes = src.totals()
+	}
+	return l
+}
+
+// tick counts a tensor (or a split part: its bytes only) as loaded.
+func (l *loader) tick(t *rawTensor) {
+	if l.progress == nil {
+		return
+	}
+	if !l.splitting {
+		l.done.Tensors++
+	}
+	l.done.Bytes += int64(len(t.data))
+	if l.done.TotalBytes > 0 { // a converted tensor's bytes differ from the file's
+		l.done.Bytes = min(l.done.Bytes, l.done.TotalBytes)
+	}
+	if l.arena != nil {
+		l.done.CopiedBytes = l.arena.Copied()
+	}
+	l.progress(l.done)
+}
+
+// finished reports the end of the load.
+func (l *loader) finished() {
+	if l.progress == nil {
+		return
+	}
+	l.done.Done = true
+	l.progress(l.done)
 }
 
 func (l *loader) need(name string) (*rawTensor, error) {
@@ -198,6 +259,7 @@ func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.
 		m.Data = arena.Copy(m.Data, t.mapped)
 	}
 	l.counts[t.typ] += int64(len(t.data))
+	l.tick(t)
 	return m, nil
 }
 
@@ -226,6 +288,8 @@ func (l *loader) splitMatrix(name string, cols int, parts []splitPart) error {
 		return fmt.Errorf("%s: tensor %q: %d bytes for %d x %d %s", l.src.path(), t.name, len(t.data), total, cols, t.typ)
 	}
 	r0 := 0
+	l.splitting = true
+	defer func() { l.splitting = false }()
 	for _, p := range parts {
 		sub := *t
 		sub.shape = []int{p.rows, cols}
@@ -235,6 +299,8 @@ func (l *loader) splitMatrix(name string, cols int, parts []splitPart) error {
 		}
 		r0 += p.rows
 	}
+	l.splitting = false
+	l.done.Tensors++
 	return nil
 }
 
@@ -266,6 +332,7 @@ func (l *loader) asVector(t *rawTensor, n int) ([]float32, error) {
 	if l.shiftNorms && strings.HasSuffix(t.name, "norm.weight") {
 		shiftNorm(out, t.typ)
 	}
+	l.tick(t)
 	return out, nil
 }
 

@@ -71,6 +71,19 @@ func TestAPIParity(t *testing.T) {
 		}
 		t.Fatalf("no access log line for /v1/completions:\n%s", tail(s.log.String(), 4096))
 	})
+	t.Run("model loaded line", func(t *testing.T) {
+		for _, l := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(l, `"role":"infer"`) && strings.Contains(l, `"message":"model loaded"`) {
+				for _, f := range []string{`"tensors":`, `"weights":"`, `"kv_cache":"`, `"kv_tokens":`, `"threads":`, `"took":"`} {
+					if !strings.Contains(l, f) {
+						t.Errorf("model loaded line without %s: %s", f, l)
+					}
+				}
+				return
+			}
+		}
+		t.Fatalf("no model loaded line from infer:\n%s", tail(s.log.String(), 4096))
+	})
 	t.Run("stats line", func(t *testing.T) {
 		// The checks above ran requests; the health probes keep infer busy
 		// enough that a line is due every second.
