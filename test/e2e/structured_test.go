@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,9 +12,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lightllm-go/lightllm/pkg/config"
 )
 
 // genTokenizerModel writes a random-weight model that carries a real
@@ -254,4 +259,69 @@ func TestStructuredOutput(t *testing.T) {
 	t.Run("openai node client", func(t *testing.T) {
 		runOpenAIClientCheck(t, s.base, "--require-chat", "--structured")
 	})
+
+	// Last: it restarts infer.
+	t.Run("kill -9 infer", func(t *testing.T) { testConstrainedRestart(t, s, schemas, names) })
+}
+
+// testConstrainedRestart (issue #18): 16 constrained streams at temperature
+// 1 give exactly the fault-free texts when infer is killed -9 while they run
+// (the new infer rebuilds each grammar from the slot's extras and replays
+// the accepted tokens through it).
+func testConstrainedRestart(t *testing.T, s *server, schemas map[string]json.RawMessage, names []string) {
+	const streams = 16
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	body := func(i int) map[string]any {
+		name := names[i%len(names)]
+		return map[string]any{"prompt": "Answer in JSON:", "temperature": 1, "seed": 1000 + i, "max_tokens": 400,
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "schema": schemas[name]}}}
+	}
+	type out struct {
+		text, reason string
+		err          error
+	}
+	run := func(onChunk func(i, n int)) []out {
+		res := make([]out, streams)
+		parallel(streams, streams, func(i int) {
+			res[i].text, res[i].reason, res[i].err = openAIStream(ctx, s.base, "", body(i), func(n int) {
+				if onChunk != nil {
+					onChunk(i, n)
+				}
+			})
+		})
+		return res
+	}
+	ref := run(nil)
+	var once sync.Once
+	var running atomic.Int32 // streams that have started and not ended
+	var atKill int32
+	old := 0
+	started := make([]atomic.Bool, streams)
+	got := run(func(i, n int) {
+		if !started[i].Swap(true) {
+			running.Add(1)
+		}
+		if n == 8 {
+			once.Do(func() {
+				atKill = running.Load()
+				old = s.kill9(config.RoleInfer)
+			})
+		}
+	})
+	if old == 0 {
+		t.Fatal("every stream ended before the kill")
+	}
+	t.Logf("infer killed with %d of %d streams under way", atKill, streams)
+	for i := range got {
+		name := names[i%len(names)]
+		if ref[i].err != nil || got[i].err != nil {
+			t.Errorf("%s: fault-free %v, with the kill %v", name, ref[i].err, got[i].err)
+			continue
+		}
+		if got[i] != ref[i] {
+			t.Errorf("%s: after kill -9 infer %s %s, fault-free %s %s", name, got[i].reason, describe(got[i].text), ref[i].reason, describe(ref[i].text))
+		}
+	}
+	s.waitRestarted(config.RoleInfer, old, 15*time.Second)
 }
