@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"unsafe"
 )
 
@@ -29,6 +30,13 @@ const (
 	Q4_K // ggml's K-quants: 256-value super-blocks (kquant.go)
 	Q5_K
 	Q6_K
+	Q4_1 // the other ggml types of llama-quantize's files (lowbit.go)
+	Q5_0
+	Q5_1
+	Q2_K
+	Q3_K
+	IQ4_NL
+	IQ4_XS
 )
 
 // QK is the number of values in a q8_0 / q4_0 block.
@@ -39,7 +47,8 @@ const (
 	q4BlockBytes = 18
 )
 
-var dtypeNames = [...]string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"}
+var dtypeNames = [...]string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K",
+	"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "iq4_nl", "iq4_xs"}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -48,28 +57,28 @@ func (d DType) String() string {
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
-// ParseDType maps "f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K",
-// "q6_K" to a DType.
+// ParseDType maps a type's name ("f32", "q4_K", "iq4_xs", ...) to a DType.
 func ParseDType(s string) (DType, error) {
 	for i, n := range dtypeNames {
 		if n == s {
 			return DType(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown dtype %q (want f32, f16, bf16, q8_0, q4_0, q4_K, q5_K or q6_K)", s)
+	return 0, fmt.Errorf("unknown dtype %q (want one of %s)", s, strings.Join(dtypeNames[:], ", "))
 }
 
 // Quantized reports whether the type is block-quantized (activations are
-// then quantized to q8_0, or q8_K for the K-quants, for the dot products).
-func (d DType) Quantized() bool { return d == Q8_0 || d == Q4_0 || d.KQuant() }
+// then quantized to ggml's vec_dot_type of the type, q8_0, q8_1 or q8_K,
+// for the dot products).
+func (d DType) Quantized() bool { return d == Q8_0 || d == Q4_0 || d.KQuant() || d.lowBit() }
 
 // BlockLen is the number of values per block: 1 for float types, 32 for
-// q8_0/q4_0, 256 for the K-quants.
+// q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl, 256 for the K-quants and iq4_xs.
 func (d DType) BlockLen() int {
 	switch {
-	case d.KQuant():
+	case d.KQuant() || d == Q2_K || d == Q3_K || d == IQ4_XS:
 		return QKK
-	case d == Q8_0 || d == Q4_0:
+	case d.Quantized():
 		return QK
 	}
 	return 1
@@ -83,19 +92,12 @@ func (d DType) RowBytes(n int) (int, error) {
 		return 4 * n, nil
 	case F16, BF16:
 		return 2 * n, nil
-	case Q8_0, Q4_0:
-		if n%QK != 0 {
-			return 0, fmt.Errorf("%s row of %d values is not a multiple of %d", d, n, QK)
+	}
+	if bl := d.BlockLen(); d.Quantized() {
+		if n%bl != 0 {
+			return 0, fmt.Errorf("%s row of %d values is not a multiple of %d", d, n, bl)
 		}
-		if d == Q8_0 {
-			return n / QK * q8BlockBytes, nil
-		}
-		return n / QK * q4BlockBytes, nil
-	case Q4_K, Q5_K, Q6_K:
-		if n%QKK != 0 {
-			return 0, fmt.Errorf("%s row of %d values is not a multiple of %d", d, n, QKK)
-		}
-		return n / QKK * kBlockBytes(d), nil
+		return n / bl * blockBytes(d), nil
 	}
 	return 0, fmt.Errorf("unknown dtype %d", uint8(d))
 }
@@ -196,13 +198,18 @@ func Dequantize(t DType, src []byte, dst []float32) {
 		}
 	case Q4_K, Q5_K, Q6_K:
 		dequantizeK(t, src, dst)
+	default:
+		if t.lowBit() {
+			dequantizeLow(t, src, dst)
+		}
 	}
 }
 
 // Quantize encodes src into type t (the inverse of Dequantize). q8_0 and
 // q4_0 follow ggml's reference quantizers (quantize_row_q8_0_ref and
 // quantize_row_q4_0_ref), so files written here match llama-quantize; the
-// K-quants use a plain min/max quantizer (quantizeK).
+// K-quants and the types of lowbit.go use plain quantizers (quantizeK,
+// quantizeLow).
 func Quantize(t DType, src []float32) ([]byte, error) {
 	n, err := t.RowBytes(len(src))
 	if err != nil {
@@ -264,6 +271,8 @@ func Quantize(t DType, src []float32) ([]byte, error) {
 		}
 	case Q4_K, Q5_K, Q6_K:
 		quantizeK(t, src, dst)
+	default:
+		quantizeLow(t, src, dst)
 	}
 	return dst, nil
 }

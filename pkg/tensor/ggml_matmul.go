@@ -37,9 +37,13 @@ const (
 	// RowSgemm: f32/f16 weights through llamafile's tinyBLAS, not
 	// ggml_vec_dot.
 	RowSgemm RowMode = 1 << iota
-	// RowGemm4: q4_K weights through the repacked gemm, which llama.cpp
-	// runs on the tokens of a batch in fours (the rest through the gemv).
+	// RowGemm4: q4_K and q2_K weights through the repacked gemm, which
+	// llama.cpp runs on the tokens of a batch in fours (the rest through
+	// the gemv).
 	RowGemm4
+	// RowPanel8: iq4_xs weights through llama.cpp's IQ panel gemm, which
+	// it runs on batches of 8 or more tokens.
+	RowPanel8
 )
 
 // LlamaCppRowMode is the rounding llama.cpp gives token i of a batch of n
@@ -52,6 +56,9 @@ func LlamaCppRowMode(n, i int) RowMode {
 	if i < n-n%4 {
 		m |= RowGemm4
 	}
+	if n >= 8 {
+		m |= RowPanel8
+	}
 	return m
 }
 
@@ -63,9 +70,10 @@ func LlamaCppRowMode(n, i int) RowMode {
 // sum in different orders. Rows t with RowSgemm in modes[t] follow
 // tinyBLAS, the others ggml_vec_dot, so a row's result does not depend on
 // the other rows of the batch. For f16 weights the activations are first
-// rounded to f16, as llama.cpp does. q4_K rows with RowGemm4 follow its
-// repacked gemm, the others its gemv. Other weight types are computed by
-// MatMul. modes may be nil (all zero).
+// rounded to f16, as llama.cpp does. q4_K and q2_K rows with RowGemm4
+// follow its repacked gemm, the others its gemv; iq4_xs rows with
+// RowPanel8 its IQ panel gemm, iq4_nl rows with RowSgemm tinyBLAS. Other
+// weight types are computed by MatMul. modes may be nil (all zero).
 func (c *Ctx) MatMulGGML(x []float32, T int, modes []RowMode, outs ...Out) error {
 	if len(outs) == 0 || len(outs) > maxOuts {
 		return fmt.Errorf("matmul: %d outputs (1..%d)", len(outs), maxOuts)

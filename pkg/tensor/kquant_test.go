@@ -161,6 +161,9 @@ func actQ8K(x []float32, T, cols int) *ActQ8K {
 func TestDequantizeMatchesGGML(t *testing.T) {
 	r := readKRef(t)
 	types := map[uint32]DType{ggmlQ4K: Q4_K, ggmlQ5K: Q5_K, ggmlQ6K: Q6_K}
+	for id, dt := range ggmlTypeIDs {
+		types[id] = dt
+	}
 	seen := 0
 	for _, d := range r.deq {
 		dt, ok := types[d.typ]

@@ -49,7 +49,8 @@ type Ctx struct {
 	xq   []int8
 	xd   []float32
 	xds  []float32
-	xt   []byte // q8_0 activation tiles (VNNI kernels)
+	xs1  []float32 // q8_1 block sums (q4_1/q5_1 matrices)
+	xt   []byte    // q8_0 activation tiles (VNNI kernels)
 	xk   ActQ8K // q8_K activations (K-quant matrices)
 	acc  [][]float32
 	mm   mmTask
@@ -72,6 +73,7 @@ type mmTask struct {
 	xq    []int8
 	xd    []float32
 	xds   []float32   // per token and block: scale, 8*sum as int32 bits (packed q4_0)
+	xs1   []float32   // per token and block: q8_1's d*sum (q4_1, q5_1)
 	xt    []byte      // activation tiles of eight tokens (q8_0 with VNNI)
 	xk    ActQ8K      // q8_K activations (K-quant matrices)
 	modes []RowMode   // per token, or nil (MatMulGGML)
@@ -104,7 +106,7 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 	if T <= 0 || len(x) < T*cols {
 		return fmt.Errorf("matmul: %d tokens of width %d need %d inputs, have %d", T, cols, T*cols, len(x))
 	}
-	quant, kquant, packed, tiled, f16 := false, false, false, false, false
+	quant, q81, kquant, packed, tiled, f16 := false, false, false, false, false, false
 	m := &c.mm
 	m.n, m.T, m.cols, m.x, m.modes = len(outs), T, cols, x[:T*cols], modes
 	units := 0
@@ -113,8 +115,10 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 			return fmt.Errorf("matmul: output %d: %dx%d matrix, input width %d, %d outputs for %d tokens",
 				i, o.W.Rows, o.W.Cols, cols, len(o.Y), T)
 		}
-		quant = quant || o.W.Type == Q8_0 || o.W.Type == Q4_0
-		kquant = kquant || o.W.Type.KQuant()
+		t := o.W.Type
+		quant = quant || (t.Quantized() && !t.actQ8K())
+		q81 = q81 || t.actQ8_1()
+		kquant = kquant || t.actQ8K()
 		tiled = tiled || (o.W.Type == Q8_0 && T > 1 && hasVNNI)
 		f16 = f16 || f16Pieces(o.W, T)
 		m.outs[i] = o
@@ -135,6 +139,14 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 			return fmt.Errorf("matmul: width %d of a quantized matrix is not a multiple of %d", cols, QK)
 		}
 		c.quantize(x, T, cols, packed, tiled)
+		if q81 {
+			nb := T * cols / QK
+			if len(c.xs1) < nb {
+				c.xs1 = make([]float32, nb)
+			}
+			fillQ8_1Sums(c.xs1[:nb], x[:T*cols], c.xq[:T*cols])
+			m.xs1 = c.xs1[:nb]
+		}
 	}
 	if kquant {
 		if cols%QKK != 0 {
@@ -162,7 +174,7 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 	for i := range m.outs[:m.n] {
 		m.outs[i] = Out{}
 	}
-	m.x, m.xq, m.xd, m.xds, m.xt, m.acc = nil, nil, nil, nil, nil, nil
+	m.x, m.xq, m.xd, m.xds, m.xs1, m.xt, m.acc = nil, nil, nil, nil, nil, nil, nil
 	m.xk, m.modes = ActQ8K{}, nil
 	return nil
 }
@@ -234,6 +246,8 @@ func (m *mmTask) rows(o *Out, worker, r0, r1 int) {
 		m.rowsQ4x8(o, r0, r1)
 	case w.k4 != nil:
 		m.rowsQ4Kx8(o, r0, r1)
+	case w.Type.lowBit():
+		m.rowsLow(o, r0, r1)
 	case w.Type.KQuant():
 		m.rowsK(o, r0, r1)
 	case w.Type == Q8_0 && m.xt != nil:
