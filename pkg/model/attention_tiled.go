@@ -75,13 +75,17 @@ func (m *Model) attnUnits(b *Batch, kv *KV, rows []int32, units []attnUnit) []at
 // vector kernels; two or more: the batch kernels, whose per-row result does
 // not depend on the number of rows) and the attention path (tiled from
 // FATile rows on with an f16 cache, whose key tiles are aligned to absolute
-// positions, not to the chunk). TestChunkClassesRoundAlike checks it.
+// positions, not to the chunk). With iq4_xs weights chunks of 8 or more
+// tokens are a class of their own (llama.cpp's IQ panel gemm,
+// tensor.RowPanel8). TestChunkClassesRoundAlike checks it.
 func (m *Model) ChunkClass(n int) int {
 	switch {
 	case n <= 1:
 		return 1
 	case m.kvF16 && m.useTiledFA(n):
 		return 3
+	case m.panel8 && n >= 8:
+		return 4
 	default:
 		return 2
 	}

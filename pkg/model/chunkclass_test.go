@@ -59,10 +59,24 @@ func sameBits(a, b []float32) bool {
 // stories260K's head size (8) takes the tiled attention path only where
 // ggml's f32 vectors are 8 wide (AVX2, not AVX-512); builtin:tiny-random's
 // (16) takes it on both, so the tiled class is covered everywhere.
+//
+// An iq4_xs file (llama.cpp's IQ panel gemm from 8 tokens on) has a fourth
+// class, chunks of 8 or more tokens. There only the first half is checked:
+// its activations are quantized to 8 bits before every product, which
+// mostly absorbs a last-bit difference of a few positions, so chunks of
+// different classes often give identical logits.
 func TestChunkClassesRoundAlike(t *testing.T) {
-	for _, tc := range []struct{ path, kv string }{
-		{filepath.Join(modelsDir(t), "stories260K", "stories260K-f32.gguf"), "f16"},
-		{"builtin:tiny-random", "f16"},
+	iq4 := filepath.Join(t.TempDir(), "iq4_xs.gguf")
+	if err := GenerateGGUF(iq4, kquantModel("iq4_xs")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, kv string
+		sameOnly bool // check only that equal classes give equal bits
+	}{
+		{filepath.Join(modelsDir(t), "stories260K", "stories260K-f32.gguf"), "f16", false},
+		{"builtin:tiny-random", "f16", false},
+		{iq4, "f16", true},
 	} {
 		t.Run(filepath.Base(tc.path)+" "+tc.kv, func(t *testing.T) {
 			m, err := Load(tc.path, LoadOptions{NoTokenizer: true, KVType: tc.kv})
@@ -70,12 +84,12 @@ func TestChunkClassesRoundAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			checkChunkClasses(t, m)
+			checkChunkClasses(t, m, tc.sameOnly)
 		})
 	}
 }
 
-func checkChunkClasses(t *testing.T, m *Model) {
+func checkChunkClasses(t *testing.T, m *Model, sameOnly bool) {
 	// Each position's class in a run: that of the last chunk computing it.
 	classes := func(n int, chunks [][2]int) []int {
 		cl := make([]int, n)
@@ -104,6 +118,7 @@ func checkChunkClasses(t *testing.T, m *Model) {
 		{"100 vs 70 then 30 (tiled vs batch where tiled runs)", 100, [][2]int{{0, 100}}, [][2]int{{0, 70}, {70, 100}}},
 		{"40 vs 39 then one token (batch vs vector kernels)", 40, [][2]int{{0, 40}}, [][2]int{{0, 39}, {39, 40}}},
 		{"100 vs 50 twice", 100, [][2]int{{0, 100}}, [][2]int{{0, 50}, {50, 100}}},
+		{"40 vs 34 then the last 6 (panel vs batch with iq4_xs)", 40, [][2]int{{0, 40}}, [][2]int{{0, 34}, {34, 40}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,9 +126,11 @@ func checkChunkClasses(t *testing.T, m *Model) {
 			a1, a2 := runChunks(t, m, p, 300, tc.ref)
 			b1, b2 := runChunks(t, m, p, 300, tc.other)
 			same := slices.Equal(classes(tc.prompt, tc.ref), classes(tc.prompt, tc.other))
-			if got := sameBits(a1, b1) && sameBits(a2, b2); got != same {
+			got := sameBits(a1, b1) && sameBits(a2, b2)
+			if got != same && !(sameOnly && !same) {
 				t.Fatalf("bit-identical logits: %v; every position computed in the same class: %v", got, same)
 			}
+			t.Logf("bit-identical logits: %v; same classes: %v", got, same)
 		})
 	}
 }

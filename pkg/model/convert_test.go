@@ -11,11 +11,12 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
-// TestConvertedTypes: tensors in q4_K / q6_K (computed natively) and q5_0
-// (converted), as in llama.cpp's
-// *_K_M files, give the logits of the same model
-// holding those tensors' exact values in f32.
-func TestConvertedTypes(t *testing.T) {
+// TestMixedTypes: tensors of the block types llama.cpp's files mix (here
+// q4_K, q6_K, q5_0, q3_K, iq4_xs, q4_1), all computed natively, give the
+// logits of the same model holding those tensors' exact values in f32.
+func TestMixedTypes(t *testing.T) {
+	asTensorType := map[gguf.GGMLType]tensor.DType{gguf.Q6_K: tensor.Q6_K, gguf.Q4_K: tensor.Q4_K, gguf.Q5_0: tensor.Q5_0,
+		gguf.Q3_K: tensor.Q3_K, gguf.IQ4_XS: tensor.IQ4_XS, gguf.Q4_1: tensor.Q4_1}
 	dir := t.TempDir()
 	o := GenOptions{Arch: "llama", Hidden: 256, Layers: 1, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 300, DType: "f32", Seed: 5}
 	base := filepath.Join(dir, "base.gguf")
@@ -52,6 +53,9 @@ func TestConvertedTypes(t *testing.T) {
 			copy(b[2:], small(1e-4))
 		})},
 		"blk.0.ffn_gate.weight": {gguf.Q5_0, blocks(gguf.Q5_0, 256*256, func(b []byte) { copy(b[0:], small(3e-3)) })},
+		"blk.0.ffn_down.weight": {gguf.Q3_K, blocks(gguf.Q3_K, 256*256, func(b []byte) { copy(b[108:], small(1e-4)) })},
+		"blk.0.attn_q.weight":   {gguf.IQ4_XS, blocks(gguf.IQ4_XS, 256*256, func(b []byte) { copy(b[0:], small(1e-5)) })},
+		"blk.0.attn_k.weight":   {gguf.Q4_1, blocks(gguf.Q4_1, 128*256, func(b []byte) { copy(b[0:], small(1e-3)); copy(b[2:], small(-7e-3)) })},
 	}
 	write := func(name string, asF32 bool) string {
 		w := gguf.NewWriter()
@@ -67,9 +71,7 @@ func TestConvertedTypes(t *testing.T) {
 				w.AddTensor(ti.Name, ti.Type, ti.Shape, f.TensorData(ti))
 			case asF32:
 				vals := make([]float32, ti.NumElements())
-				if err := gguf.Dequantize(rep.typ, rep.data, vals); err != nil {
-					t.Fatal(err)
-				}
+				tensor.Dequantize(asTensorType[rep.typ], rep.data, vals)
 				w.AddTensor(ti.Name, gguf.F32, ti.Shape, tensor.F32Bytes(vals))
 			default:
 				w.AddTensor(ti.Name, rep.typ, ti.Shape, rep.data)

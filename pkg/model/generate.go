@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
@@ -94,7 +95,7 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		dt, err = mix.base, nil
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("gen-model: %w (or a llama.cpp mix: q4_K_M, q5_K_M)", err)
+		return 0, nil, fmt.Errorf("gen-model: %w (or a llama.cpp mix: %s)", err, mixNames())
 	}
 	if bl := dt.BlockLen(); bl > 1 {
 		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim} {
@@ -114,18 +115,78 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 
 // ggmlMix is one of llama-quantize's file types that mix tensor types.
 type ggmlMix struct {
-	base     tensor.DType // the type of every matrix not named below
-	moreBits bool         // attn_v and ffn_down in q6_K on use_more_bits layers
+	base     tensor.DType // the type of every matrix pick leaves alone
 	fileType uint32       // general.file_type (llama_ftype)
+	// pick is the type of a layer's matrix of the given kind ("attn_v",
+	// which includes a fused attn_qkv as in llama-quant.cpp, "ffn_down",
+	// "attn_output", ...) in layer of layers, with gqa query heads per KV
+	// head; nil: all base.
+	pick func(kind string, layer, layers, gqa int) tensor.DType
 }
 
-// ggmlMixes are the mixes gen-model writes (llama-quant.cpp's
-// llama_tensor_get_type for these tensors): the output head is always q6_K,
-// the embedding table the base type.
+// ggmlMixes are the mixes gen-model writes, with llama-quant.cpp's
+// llama_tensor_get_type rules for a dense model without an importance
+// matrix: the output head is q6_K, the embedding table the base type, and
+// some layers' matrices get more bits.
 var ggmlMixes = map[string]ggmlMix{
-	"q4_K_M": {tensor.Q4_K, true, 15},
-	"q5_K_M": {tensor.Q5_K, true, 17},
-	"q6_K":   {tensor.Q6_K, false, 18},
+	"q4_K_M": {tensor.Q4_K, 15, moreBitsMix(tensor.Q4_K)},
+	"q5_K_M": {tensor.Q5_K, 17, moreBitsMix(tensor.Q5_K)},
+	"q6_K":   {tensor.Q6_K, 18, nil},
+	"q2_K": {tensor.Q2_K, 10, func(kind string, _, _, gqa int) tensor.DType {
+		switch {
+		case kind == "attn_v" && gqa >= 4:
+			return tensor.Q4_K
+		case kind == "attn_v" || kind == "ffn_down" || kind == "attn_output":
+			return tensor.Q3_K
+		}
+		return tensor.Q2_K
+	}},
+	"q3_K_M": {tensor.Q3_K, 12, func(kind string, layer, layers, _ int) tensor.DType {
+		switch {
+		case kind == "attn_v" && layer < 2, kind == "ffn_down" && layer < layers/16:
+			return tensor.Q5_K
+		case kind == "attn_v" || kind == "ffn_down" || kind == "attn_output":
+			return tensor.Q4_K
+		}
+		return tensor.Q3_K
+	}},
+	"iq4_nl": {tensor.IQ4_NL, 25, iq4Mix(tensor.IQ4_NL)},
+	"iq4_xs": {tensor.IQ4_XS, 30, iq4Mix(tensor.IQ4_XS)},
+	"q4_1":   {tensor.Q4_1, 3, nil},
+	"q5_0":   {tensor.Q5_0, 8, nil},
+	"q5_1":   {tensor.Q5_1, 9, nil},
+}
+
+// moreBitsMix is the _K_M rule: q6_K attn_v and ffn_down on the
+// use_more_bits layers.
+func moreBitsMix(base tensor.DType) func(string, int, int, int) tensor.DType {
+	return func(kind string, layer, layers, _ int) tensor.DType {
+		if (kind == "attn_v" || kind == "ffn_down") && useMoreBits(layer, layers) {
+			return tensor.Q6_K
+		}
+		return base
+	}
+}
+
+// iq4Mix is the IQ4_NL / IQ4_XS rule: q5_K attn_v with 4 or more query
+// heads per KV head, q5_K ffn_down in the first eighth of the layers.
+func iq4Mix(base tensor.DType) func(string, int, int, int) tensor.DType {
+	return func(kind string, layer, layers, gqa int) tensor.DType {
+		if kind == "attn_v" && gqa >= 4 || kind == "ffn_down" && layer < layers/8 {
+			return tensor.Q5_K
+		}
+		return base
+	}
+}
+
+// mixNames lists the mixes for messages.
+func mixNames() string {
+	names := make([]string, 0, len(ggmlMixes))
+	for n := range ggmlMixes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // useMoreBits is llama-quant.cpp's rule for the layers whose attn_v and
@@ -141,16 +202,18 @@ func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
 	if !ok || t.rows == 0 {
 		return dt
 	}
-	var layer int
-	_, err := fmt.Sscanf(t.name, "blk.%d.", &layer)
-	switch {
-	case t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight"):
-		return tensor.Q6_K
-	case mix.moreBits && err == nil && useMoreBits(layer, o.Layers) &&
-		(strings.HasSuffix(t.name, ".attn_v.weight") || strings.HasSuffix(t.name, ".ffn_down.weight")):
+	if t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight") {
 		return tensor.Q6_K
 	}
-	return mix.base
+	var layer int
+	if _, err := fmt.Sscanf(t.name, "blk.%d.", &layer); err != nil || mix.pick == nil {
+		return mix.base
+	}
+	kind := strings.TrimSuffix(t.name[strings.Index(t.name[4:], ".")+5:], ".weight")
+	if kind == "attn_qkv" {
+		kind = "attn_v"
+	}
+	return mix.pick(kind, layer, o.Layers, o.Heads/o.KVHeads)
 }
 
 // sqrt3 scales a unit-range uniform to unit standard deviation.
@@ -387,7 +450,9 @@ func hfStoreType(dt tensor.DType) tensor.DType {
 
 func ggufType(dt tensor.DType) gguf.GGMLType {
 	return map[tensor.DType]gguf.GGMLType{tensor.F32: gguf.F32, tensor.F16: gguf.F16, tensor.BF16: gguf.BF16,
-		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0, tensor.Q4_K: gguf.Q4_K, tensor.Q5_K: gguf.Q5_K, tensor.Q6_K: gguf.Q6_K}[dt]
+		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0, tensor.Q4_K: gguf.Q4_K, tensor.Q5_K: gguf.Q5_K, tensor.Q6_K: gguf.Q6_K,
+		tensor.Q4_1: gguf.Q4_1, tensor.Q5_0: gguf.Q5_0, tensor.Q5_1: gguf.Q5_1, tensor.Q2_K: gguf.Q2_K, tensor.Q3_K: gguf.Q3_K,
+		tensor.IQ4_NL: gguf.IQ4_NL, tensor.IQ4_XS: gguf.IQ4_XS}[dt]
 }
 
 // GenerateHF writes the same random model as a Hugging Face directory:

@@ -95,6 +95,9 @@ type Model struct {
 	kvF16 bool
 	kvQ8  bool // KV store in q8_0 blocks (kvF16 false)
 	lanes int  // f32 vector width of the llama.cpp build whose rounding we follow
+	// panel8: some matrix is iq4_xs, which llama.cpp computes with its IQ
+	// panel gemm for chunks of 8 or more tokens (another rounding class).
+	panel8 bool
 
 	ctx *tensor.Ctx
 	s   scratch
@@ -360,6 +363,7 @@ func (m *Model) loadWeights(l *loader) error {
 		return fmt.Errorf("%s: %s model without q/k norm weights (%s)", l.src.path(), c.Arch, nameFor(l.src, "blk.0.attn_q_norm.weight"))
 	}
 	l.finished()
+	m.panel8 = l.counts[tensor.IQ4_XS] > 0
 	var best int64
 	for dt, n := range l.counts {
 		if n > best {

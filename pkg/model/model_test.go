@@ -317,8 +317,8 @@ func TestLoadErrors(t *testing.T) {
 		return false
 	})
 	missing := rewrite("missing.gguf", func(_ *gguf.Writer, ti *gguf.TensorInfo) bool { return ti.Name == "blk.1.ffn_up.weight" })
-	// iq2_xxs: a type the loader neither computes nor converts.
-	q4k := rewrite("iq2.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
+	// iq2_xxs: a type the loader does not compute on.
+	iq2 := rewrite("iq2.gguf", func(w *gguf.Writer, ti *gguf.TensorInfo) bool {
 		if ti.Name != "blk.0.attn_v.weight" {
 			return false
 		}
@@ -346,7 +346,7 @@ func TestLoadErrors(t *testing.T) {
 		{"truncated tensor", write("trunc.gguf", data[:len(data)-200]), []string{"trunc.gguf", `tensor "output.weight"`, "truncated"}},
 		{"unknown arch", unknownArch, []string{"arch.gguf", `unknown architecture "gpt2"`}},
 		{"missing tensor", missing, []string{"missing.gguf", `"blk.1.ffn_up.weight"`}},
-		{"unsupported dtype", q4k, []string{"iq2.gguf", `"blk.0.attn_v.weight"`, "iq2_xxs"}},
+		{"unsupported dtype", iq2, []string{"iq2.gguf", `"blk.0.attn_v.weight"`, "iq2_xxs", "not supported"}},
 		{"wrong shape", badShape, []string{"shape.gguf", `"blk.0.attn_k.weight"`, "shape"}},
 		{"hf without weights", hfDir, []string{hfDir, "safetensors"}},
 	}

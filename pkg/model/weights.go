@@ -71,45 +71,25 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		dt = tensor.Q5_K
 	case gguf.Q6_K:
 		dt = tensor.Q6_K
-	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.IQ4_NL, gguf.IQ4_XS:
-		return s.convert(name, ti, shape)
+	case gguf.Q4_1:
+		dt = tensor.Q4_1
+	case gguf.Q5_0:
+		dt = tensor.Q5_0
+	case gguf.Q5_1:
+		dt = tensor.Q5_1
+	case gguf.Q2_K:
+		dt = tensor.Q2_K
+	case gguf.Q3_K:
+		dt = tensor.Q3_K
+	case gguf.IQ4_NL:
+		dt = tensor.IQ4_NL
+	case gguf.IQ4_XS:
+		dt = tensor.IQ4_XS
 	default:
-		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; q4_1, q5_0, q5_1, q2_K, q3_K, iq4_nl, iq4_xs by conversion)",
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)",
 			s.f.Path, name, ti.Type)
 	}
 	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti), mapped: s.f.Mapped()}, nil
-}
-
-// convert decodes a tensor of a type the kernels do not compute on (q4_1,
-// q5_0, q5_1, q2_K, q3_K, iq4_nl, iq4_xs) and re-encodes it in
-// memory: matrices as q8_0 (8.5 bits per weight, close to the source
-// precision), vectors as f32. This copy is the exception to keeping
-// weights in the mmap'd file.
-func (s ggufSource) convert(name string, ti *gguf.TensorInfo, shape []int) (*rawTensor, error) {
-	cols := int(ti.Shape[0])
-	rows := int(ti.NumElements()) / max(cols, 1)
-	src := s.f.TensorData(ti)
-	srcRow := int(ti.Size) / max(rows, 1)
-	typ := tensor.Q8_0
-	if len(shape) < 2 || cols%tensor.QK != 0 {
-		typ = tensor.F32
-	}
-	var out []byte
-	buf := make([]float32, cols)
-	for r := 0; r < rows; r++ {
-		if err := gguf.Dequantize(ti.Type, src[r*srcRow:(r+1)*srcRow], buf); err != nil {
-			return nil, fmt.Errorf("%s: tensor %q: %w", s.f.Path, name, err)
-		}
-		enc, err := tensor.Quantize(typ, buf)
-		if err != nil {
-			return nil, fmt.Errorf("%s: tensor %q: %w", s.f.Path, name, err)
-		}
-		if out == nil {
-			out = make([]byte, 0, rows*len(enc))
-		}
-		out = append(out, enc...)
-	}
-	return &rawTensor{name: name, typ: typ, shape: shape, data: out}, nil
 }
 
 type hfSource struct {

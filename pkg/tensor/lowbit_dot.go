@@ -8,313 +8,264 @@ package tensor
 // float steps and which integers land in which of AVX2's eight lanes (lane
 // l of a 32-value chunk holds values 4l..4l+3) are reproduced.
 
-// lanes32 adds the products of one 32-value chunk (values given by val)
-// with q8 into AVX2's eight int32 lanes, scaled by sc.
-func lanes32(lanes *[8]int32, sc int32, q8 []int8, val func(j int) int32) {
-	for j := 0; j < 32; j++ {
-		lanes[j/4] += sc * val(j) * int32(q8[j])
+// lowRow is one weight row of a type of lowbit.go decoded for the dot
+// products, once per product for all its tokens: the quants one int8 per
+// value, an integer scale per 16 values (1 for the 32-value types) and
+// each block's float scales.
+type lowRow struct {
+	v      []int8
+	sc     []int16
+	d      []float32 // per block: d
+	m      []float32 // per block: q4_1/q5_1's m, q2_K's dmin
+	mn     []int16   // q2_K: the min of each 16 values
+	lanes  []int32   // scratch: i8Lanes' output
+	lanes2 []int32   // scratch: q2_K's mins and products, block by block
+	dd     []float32 // scratch: the float scale of each set of lanes
+}
+
+// decode fills r from an encoded row of cols values of type t.
+func (r *lowRow) decode(t DType, row []byte, cols int) {
+	bl, bb := t.BlockLen(), blockBytes(t)
+	nb := cols / bl
+	if cap(r.v) < cols {
+		r.v, r.sc, r.mn, r.lanes = make([]int8, cols), make([]int16, cols/16), make([]int16, cols/16), make([]int32, cols/4)
+		r.d, r.m = make([]float32, cols/QK), make([]float32, cols/QK)
+		r.lanes2, r.dd = make([]int32, cols/16), make([]float32, cols/QK)
+	}
+	r.v, r.sc, r.mn, r.lanes, r.d, r.m = r.v[:cols], r.sc[:cols/16], r.mn[:cols/16], r.lanes[:cols/4], r.d[:nb], r.m[:nb]
+	for b := 0; b < nb; b++ {
+		blk, v, sc := row[b*bb:(b+1)*bb], r.v[b*bl:(b+1)*bl], r.sc[b*bl/16:(b+1)*bl/16]
+		switch t {
+		case Q4_1:
+			r.d[b], r.m[b] = f16At(blk), f16At(blk[2:])
+			for j, q := range blk[4:20] {
+				v[j], v[j+16] = int8(q&0xF), int8(q>>4)
+			}
+		case Q5_0, Q5_1:
+			off, bias := 2, int32(16)
+			if t == Q5_1 {
+				r.m[b], off, bias = f16At(blk[2:]), 4, 0
+			}
+			r.d[b] = f16At(blk)
+			qh := uint32(blk[off]) | uint32(blk[off+1])<<8 | uint32(blk[off+2])<<16 | uint32(blk[off+3])<<24
+			for j := range v {
+				v[j] = int8(q5Value(blk[off+4:], qh, j) - bias)
+			}
+		case IQ4_NL:
+			r.d[b] = f16At(blk)
+			for j, q := range blk[2:18] {
+				v[j], v[j+16] = kvaluesIQ4NL[q&0xF], kvaluesIQ4NL[q>>4]
+			}
+		case Q2_K:
+			r.d[b], r.m[b] = f16At(blk[80:]), f16At(blk[82:])
+			for s := 0; s < 16; s++ {
+				sc[s], r.mn[16*b+s] = int16(blk[s]&0xF), int16(blk[s]>>4)
+			}
+			for n := 0; n < 2; n++ {
+				for j := 0; j < 4; j++ {
+					for l, q := range blk[16+32*n : 48+32*n] {
+						v[128*n+32*j+l] = int8(q >> (2 * uint(j)) & 3)
+					}
+				}
+			}
+		case Q3_K:
+			r.d[b] = f16At(blk[108:])
+			s3 := q3KScales(blk[96:108])
+			for s := range sc {
+				sc[s] = int16(s3[s])
+			}
+			for i := range v {
+				v[i] = int8(q3KValue(blk, i))
+			}
+		case IQ4_XS:
+			r.d[b] = f16At(blk)
+			for ib := 0; ib < 8; ib++ {
+				s := int16(iq4xsScale(blk, ib))
+				sc[2*ib], sc[2*ib+1] = s, s
+				for j, q := range blk[8+16*ib : 24+16*ib] {
+					v[32*ib+j], v[32*ib+j+16] = kvaluesIQ4NL[q&0xF], kvaluesIQ4NL[q>>4]
+				}
+			}
+		}
+		if bl == QK {
+			sc[0], sc[1] = 1, 1
+		}
+	}
+}
+
+// i8LanesGeneric is i8Lanes' portable form: for each group of per
+// 32-value chunks of v, q (scale sc per 16 values), 8 int32 lanes into
+// out, lane l summing values 4l..4l+3 of each chunk, as AVX2's lanes.
+func i8LanesGeneric(v, q []int8, sc []int16, per int, out []int32) {
+	clear(out[:len(v)/32/per*8])
+	for c := 0; c < len(v)/32; c++ {
+		o := out[c/per*8 : c/per*8+8]
+		for j := 0; j < 32; j++ {
+			o[j/4] += int32(v[32*c+j]) * int32(sc[2*c+j/16]) * int32(q[32*c+j])
+		}
 	}
 }
 
 // fmaLanes is acc[l] = fma(d, lanes[l], acc[l]), the _mm256_fmadd_ps every
 // AVX2 kernel ends a block with.
-func fmaLanes(acc *[8]float32, d float32, lanes *[8]int32) {
+func fmaLanes(acc *[8]float32, d float32, lanes []int32) {
 	for l := range acc {
 		acc[l] = FMA32(d, float32(lanes[l]), acc[l])
 	}
 }
 
-// dotQ4_1 follows the AVX2 ggml_vec_dot_q4_1_q8_1: per block the lanes
-// fused with d*dy, the mins m*s summed in one scalar chain (GCC fuses it),
-// hsum_float_8 plus that sum.
-func dotQ4_1(w []byte, xq []int8, xd, xs []float32) float32 {
+// fmaBlocksGeneric is fmaLanes over consecutive blocks: block b's lanes
+// lanes[8b:8b+8] with d[b].
+func fmaBlocksGeneric(acc *[8]float32, d []float32, lanes []int32) {
+	for b, db := range d {
+		fmaLanes(acc, db, lanes[8*b:])
+	}
+}
+
+func sum8(l []int32) int32 { return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7] }
+
+// dot is row r (type t; rows8: its matrix has a multiple of 8 rows)
+// against one activation row, with the rounding llama.cpp gives a token of
+// that mode: xq, xd the q8_0 or q8_K quants and scales, xs q8_1's block
+// sums (q4_1/q5_1), xbs q8_K's sums of 16 (q2_K).
+//
+//   - q4_1, q5_0, q5_1: the AVX2 ggml_vec_dot_q4_1_q8_1, _q5_0_q8_0,
+//     _q5_1_q8_1: per block the lanes fused with d*dy; q4_1/q5_1's m*s in one
+//     scalar chain (GCC fuses it), added after hsum_float_8. llamafile's
+//     tinyBLAS, which llama.cpp runs on q5_0 batches, rounds the same way.
+//   - iq4_nl: with a multiple of 8 rows llama.cpp repacks the matrix
+//     (ggml_gemv/gemm_iq4_nl_8x8_q8_0, q4_0's kernels): one fused
+//     multiply-add per block, in order. Otherwise batches (RowSgemm) go
+//     through tinyBLAS (one set of lanes) and single tokens through
+//     ggml_vec_dot_iq4_nl_q8_0: blocks in pairs into two sets of lanes,
+//     added lane by lane, an odd last block fused as a scalar.
+//   - q2_K: repacked with a multiple of 8 rows (ggml_gemv_q2_K_8x8_q8_K /
+//     the gemm for RowGemm4 tokens): scaled products and mins in two chains
+//     fused once per block (gemv) or per 128 values (gemm), then subtracted.
+//     Otherwise ggml_vec_dot_q2_K_q8_K: per block lane l first gets the mins
+//     (mins[2l]*bsum[2l] + mins[2l+1]*bsum[2l+1]) fused with -dy*dmin, then
+//     the products with dy*d.
+//   - q3_K: ggml_vec_dot_q3_K_q8_K: lanes fused with dy*d per block.
+//   - iq4_xs: ggml_vec_dot_iq4_xs_q8_K, lanes fused with d*dy per block; for
+//     batches of 8 or more tokens (RowPanel8) through a matrix of a multiple
+//     of 8 rows, llama.cpp's IQ panel gemm (iqp.cpp): one fused
+//     multiply-add per block, in order.
+func (r *lowRow) dot(t DType, rows8 bool, mode RowMode, xq []int8, xd, xs []float32, xbs []int16) float32 {
 	var acc [8]float32
-	var summs float32
-	for b := range xd {
-		blk := w[b*q41BlockBytes : (b+1)*q41BlockBytes]
-		summs = FMA32(f16At(blk[2:]), xs[b], summs)
-		var lanes [8]int32
-		qs := blk[4:20]
-		lanes32(&lanes, 1, xq[32*b:], func(j int) int32 {
-			if j < 16 {
-				return int32(qs[j] & 0xF)
+	var chain, chain2 float32
+	switch t {
+	case Q4_1, Q5_0, Q5_1, IQ4_NL:
+		i8Lanes(r.v, xq, r.sc, 1, r.lanes)
+		switch {
+		case t == IQ4_NL && rows8:
+			for b, d := range r.d {
+				chain = FMA32(float32(sum8(r.lanes[8*b:])), d*xd[b], chain)
 			}
-			return int32(qs[j-16] >> 4)
-		})
-		fmaLanes(&acc, f16At(blk)*xd[b], &lanes)
-	}
-	return hsum8(&acc) + summs
-}
-
-// dotQ5 follows the AVX2 ggml_vec_dot_q5_0_q8_0 (quants minus 16) and
-// ggml_vec_dot_q5_1_q8_1 (quants 0..31, plus the q4_1-style min sum).
-// llamafile's tinyBLAS, which llama.cpp runs on q5_0 batches, rounds the
-// same way.
-func dotQ5(w []byte, xq []int8, xd, xs []float32, q51 bool) float32 {
-	var acc [8]float32
-	var summs float32
-	bb, off, bias := q50BlockBytes, 2, int32(16)
-	if q51 {
-		bb, off, bias = q51BlockBytes, 4, 0
-	}
-	for b := range xd {
-		blk := w[b*bb : (b+1)*bb]
-		if q51 {
-			summs = FMA32(f16At(blk[2:]), xs[b], summs)
+			return chain
+		case t == IQ4_NL && mode&RowSgemm == 0:
+			var acc2 [8]float32
+			nb := len(r.d)
+			b := 0
+			for ; b+1 < nb; b += 2 {
+				fmaLanes(&acc, xd[b]*r.d[b], r.lanes[8*b:])
+				fmaLanes(&acc2, xd[b+1]*r.d[b+1], r.lanes[8*b+8:])
+			}
+			for l := range acc {
+				acc[l] += acc2[l]
+			}
+			sum := hsum8(&acc)
+			for ; b < nb; b++ {
+				sum = FMA32(xd[b]*r.d[b], float32(sum8(r.lanes[8*b:])), sum)
+			}
+			return sum
 		}
-		qh := uint32(blk[off]) | uint32(blk[off+1])<<8 | uint32(blk[off+2])<<16 | uint32(blk[off+3])<<24
-		qs := blk[off+4:]
-		var lanes [8]int32
-		lanes32(&lanes, 1, xq[32*b:], func(j int) int32 { return q5Value(qs, qh, j) - bias })
-		fmaLanes(&acc, f16At(blk)*xd[b], &lanes)
-	}
-	return hsum8(&acc) + summs
-}
-
-// iq4nlBlock is the integer dot product of one iq4_nl block, in lanes.
-func iq4nlBlock(blk []byte, q8 []int8) (lanes [8]int32) {
-	lanes32(&lanes, 1, q8, func(j int) int32 { return iq4Value(blk[2:], j) })
-	return
-}
-
-// dotIQ4NLVec follows the AVX2 ggml_vec_dot_iq4_nl_q8_0: blocks in pairs,
-// even ones into one set of lanes and odd ones into another, the two added
-// lane by lane and reduced as hsum_float_8; an odd last block is added as
-// a scalar (sumf += d * sumi, fused).
-func dotIQ4NLVec(w []byte, xq []int8, xd []float32) float32 {
-	var acc1, acc2 [8]float32
-	nb := len(xd)
-	b := 0
-	for ; b+1 < nb; b += 2 {
-		for k, acc := range []*[8]float32{&acc1, &acc2} {
-			blk := w[(b+k)*iq4nlBlockBytes:]
-			lanes := iq4nlBlock(blk, xq[32*(b+k):])
-			fmaLanes(acc, xd[b+k]*f16At(blk), &lanes)
+		dd := r.dd[:len(r.d)]
+		for b, d := range r.d {
+			if t.actQ8_1() {
+				chain = FMA32(r.m[b], xs[b], chain)
+			}
+			dd[b] = d * xd[b]
 		}
-	}
-	for l := range acc1 {
-		acc1[l] += acc2[l]
-	}
-	sum := hsum8(&acc1)
-	for ; b < nb; b++ {
-		blk := w[b*iq4nlBlockBytes:]
-		lanes := iq4nlBlock(blk, xq[32*b:])
-		var isum int32
-		for _, v := range lanes {
-			isum += v
+		fmaBlocks(&acc, dd, r.lanes)
+		return hsum8(&acc) + chain
+	case Q2_K:
+		i8Lanes(r.v, xq, r.sc, 4, r.lanes) // lanes per 128 values
+		for b, dy := range xd {
+			h := r.lanes[16*b : 16*b+16]
+			mn, bs := r.mn[16*b:16*b+16], xbs[16*b:16*b+16]
+			if !rows8 {
+				l2 := r.lanes2[16*b : 16*b+16]
+				for l := 0; l < 8; l++ {
+					l2[l] = int32(mn[2*l])*int32(bs[2*l]) + int32(mn[2*l+1])*int32(bs[2*l+1])
+					l2[8+l] = h[l] + h[8+l]
+				}
+				r.dd[2*b], r.dd[2*b+1] = -dy*r.m[b], dy*r.d[b]
+				continue
+			}
+			var imin [2]int32
+			for s := range mn {
+				imin[s/8] += int32(mn[s]) * int32(bs[s])
+			}
+			ds, dm := r.d[b]*dy, r.m[b]*dy
+			if mode&RowGemm4 != 0 {
+				for k := 0; k < 2; k++ {
+					chain = FMA32(float32(sum8(h[8*k:])), ds, chain)
+					chain2 = FMA32(float32(imin[k]), dm, chain2)
+				}
+				continue
+			}
+			chain = FMA32(float32(sum8(h)+sum8(h[8:])), ds, chain)
+			chain2 = FMA32(float32(imin[0]+imin[1]), dm, chain2)
 		}
-		sum = FMA32(xd[b]*f16At(blk), float32(isum), sum)
-	}
-	return sum
-}
-
-// dotIQ4NLSgemm follows llamafile's tinyBLAS_Q0_AVX on iq4_nl, which
-// llama.cpp runs on batches of two or more tokens when it does not repack
-// the matrix: one set of lanes for all blocks, hsum_float_8.
-func dotIQ4NLSgemm(w []byte, xq []int8, xd []float32) float32 {
-	var acc [8]float32
-	for b := range xd {
-		blk := w[b*iq4nlBlockBytes:]
-		lanes := iq4nlBlock(blk, xq[32*b:])
-		fmaLanes(&acc, f16At(blk)*xd[b], &lanes)
-	}
-	return hsum8(&acc)
-}
-
-// dotIQ4NLChain follows the repacked ggml_gemv_iq4_nl_8x8_q8_0 /
-// ggml_gemm_iq4_nl_8x8_q8_0 (q4_0's kernels with iq4_nl's grid), which
-// llama.cpp uses for iq4_nl matrices of a multiple of 8 rows: one fused
-// multiply-add per block, in order.
-func dotIQ4NLChain(w []byte, xq []int8, xd []float32) float32 {
-	var acc float32
-	for b := range xd {
-		blk := w[b*iq4nlBlockBytes:]
-		lanes := iq4nlBlock(blk, xq[32*b:])
-		var isum int32
-		for _, v := range lanes {
-			isum += v
+		if rows8 {
+			return chain - chain2
 		}
-		acc = FMA32(float32(isum), f16At(blk)*xd[b], acc)
+		fmaBlocks(&acc, r.dd[:2*len(xd)], r.lanes2)
+		return hsum8(&acc)
 	}
-	return acc
-}
-
-// q2KSums returns a q2_K block's integer sums against q8_K values q8 and
-// bsums bs, over values [lo, hi) (whole 16-value sub-blocks): the scaled
-// products and the mins times the activation sums.
-func q2KSums(blk []byte, q8 []int8, bs []int16, lo, hi int) (isum, imin int32) {
-	for i := lo; i < hi; i++ {
-		isum += int32(blk[i/16]&0xF) * q2KValue(blk, i) * int32(q8[i])
-	}
-	for s := lo / 16; s < hi/16; s++ {
-		imin += int32(blk[s]>>4) * int32(bs[s])
-	}
-	return
-}
-
-// dotQ2KVec follows the AVX2 ggml_vec_dot_q2_K_q8_K: per block, lane l
-// first gets the mins (mins[2l]*bsum[2l] + mins[2l+1]*bsum[2l+1]) fused
-// with -dy*dmin, then the scaled products fused with dy*d.
-func dotQ2KVec(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
-	var acc [8]float32
-	for b := range xd {
-		blk := w[b*q2KBlockBytes : (b+1)*q2KBlockBytes]
-		q8, bs := xq[QKK*b:QKK*(b+1)], xbs[16*b:16*(b+1)]
-		var mins, lanes [8]int32
-		for l := range mins {
-			mins[l] = int32(blk[2*l]>>4)*int32(bs[2*l]) + int32(blk[2*l+1]>>4)*int32(bs[2*l+1])
-		}
-		for i := 0; i < QKK; i++ {
-			lanes[i%32/4] += int32(blk[i/16]&0xF) * q2KValue(blk, i) * int32(q8[i])
-		}
-		dy := xd[b]
-		fmaLanes(&acc, -dy*f16At(blk[82:]), &mins)
-		fmaLanes(&acc, dy*f16At(blk[80:]), &lanes)
-	}
-	return hsum8(&acc)
-}
-
-// dotQ2KRepack follows ggml_gemv_q2_K_8x8_q8_K (gemm4 false) and
-// ggml_gemm_q2_K_8x8_q8_K (true), which llama.cpp uses for q2_K matrices
-// of a multiple of 8 rows: the scaled products and the mins go to two
-// chains, fused once per super-block (gemv) or once per 128 values (gemm),
-// and the result is their difference.
-func dotQ2KRepack(w []byte, xq []int8, xd []float32, xbs []int16, gemm4 bool) float32 {
-	var acc, accMin float32
-	step := QKK
-	if gemm4 {
-		step = QKK / 2
-	}
-	for b := range xd {
-		blk := w[b*q2KBlockBytes : (b+1)*q2KBlockBytes]
-		q8, bs := xq[QKK*b:QKK*(b+1)], xbs[16*b:16*(b+1)]
-		ds, dm := f16At(blk[80:])*xd[b], f16At(blk[82:])*xd[b]
-		for lo := 0; lo < QKK; lo += step {
-			isum, imin := q2KSums(blk, q8, bs, lo, lo+step)
-			acc = FMA32(float32(isum), ds, acc)
-			accMin = FMA32(float32(imin), dm, accMin)
-		}
-	}
-	return acc - accMin
-}
-
-// dotQ3K follows the AVX2 ggml_vec_dot_q3_K_q8_K: lanes of scaled
-// products (quants -4..3, scales -32..31) fused with dy*d per block.
-func dotQ3K(w []byte, xq []int8, xd []float32) float32 {
-	var acc [8]float32
-	for b := range xd {
-		blk := w[b*q3KBlockBytes : (b+1)*q3KBlockBytes]
-		q8 := xq[QKK*b : QKK*(b+1)]
-		sc := q3KScales(blk[96:108])
-		var lanes [8]int32
-		for i := 0; i < QKK; i++ {
-			lanes[i%32/4] += sc[i/16] * q3KValue(blk, i) * int32(q8[i])
-		}
-		fmaLanes(&acc, xd[b]*f16At(blk[108:]), &lanes)
-	}
-	return hsum8(&acc)
-}
-
-// iq4xsLanes is the integer dot product of one iq4_xs block, in lanes.
-func iq4xsLanes(blk []byte, q8 []int8) (lanes [8]int32) {
-	for ib := 0; ib < 8; ib++ {
-		qs := blk[8+16*ib:]
-		lanes32(&lanes, iq4xsScale(blk, ib), q8[32*ib:], func(j int) int32 { return iq4Value(qs, j) })
-	}
-	return
-}
-
-// dotIQ4XS follows the AVX2 ggml_vec_dot_iq4_xs_q8_K (panel false): lanes
-// fused with d*dy per block, hsum_float_8; and llama.cpp's IQ panel gemm
-// (iqp.cpp, panel true), which it runs on batches of 8 or more tokens
-// through an iq4_xs matrix of a multiple of 8 rows: one fused multiply-add
-// per block, in order.
-func dotIQ4XS(w []byte, xq []int8, xd []float32, panel bool) float32 {
-	var acc [8]float32
-	var chain float32
-	for b := range xd {
-		blk := w[b*iq4xsBlockBytes : (b+1)*iq4xsBlockBytes]
-		lanes := iq4xsLanes(blk, xq[QKK*b:QKK*(b+1)])
-		d := f16At(blk) * xd[b]
-		if !panel {
-			fmaLanes(&acc, d, &lanes)
-			continue
-		}
-		var isum int32
-		for _, v := range lanes {
-			isum += v
-		}
-		chain = FMA32(float32(isum), d, chain)
-	}
+	// q3_K, iq4_xs
+	i8Lanes(r.v, xq, r.sc, 8, r.lanes)
+	panel := t == IQ4_XS && rows8 && mode&RowPanel8 != 0
 	if panel {
+		for b, dy := range xd {
+			chain = FMA32(float32(sum8(r.lanes[8*b:])), r.d[b]*dy, chain)
+		}
 		return chain
 	}
+	dd := r.dd[:len(xd)]
+	for b, dy := range xd {
+		dd[b] = dy * r.d[b]
+	}
+	fmaBlocks(&acc, dd, r.lanes)
 	return hsum8(&acc)
-}
-
-// dotLowK is one q8_K-activation weight row of a type of lowbit.go
-// against token t of a q8_K batch, as llama.cpp computes that token (mode).
-func dotLowK(w *Matrix, row []byte, xk *ActQ8K, t int, mode RowMode) float32 {
-	cols := w.Cols
-	nb := cols / QKK
-	xq, xd, xb := xk.Q[t*cols:(t+1)*cols], xk.D[t*nb:(t+1)*nb], xk.BSums[16*t*nb:16*(t+1)*nb]
-	switch w.Type {
-	case Q2_K:
-		if w.Rows%8 == 0 {
-			return dotQ2KRepack(row, xq, xd, xb, mode&RowGemm4 != 0)
-		}
-		return dotQ2KVec(row, xq, xd, xb)
-	case Q3_K:
-		return dotQ3K(row, xq, xd)
-	}
-	return dotIQ4XS(row, xq, xd, w.Rows%8 == 0 && mode&RowPanel8 != 0)
-}
-
-// dotLow32 is one q8_0/q8_1-activation weight row of a type of lowbit.go
-// against token t, as llama.cpp computes that token (mode).
-func (m *mmTask) dotLow32(w *Matrix, row []byte, t int, mode RowMode) float32 {
-	nb := m.cols / QK
-	xq, xd := m.xq[t*m.cols:(t+1)*m.cols], m.xd[t*nb:(t+1)*nb]
-	var xs []float32
-	if w.Type.actQ8_1() {
-		xs = m.xs1[t*nb : (t+1)*nb]
-	}
-	switch w.Type {
-	case Q4_1:
-		return dotQ4_1(row, xq, xd, xs)
-	case Q5_0, Q5_1:
-		return dotQ5(row, xq, xd, xs, w.Type == Q5_1)
-	}
-	switch {
-	case w.Rows%8 == 0:
-		return dotIQ4NLChain(row, xq, xd)
-	case mode&RowSgemm != 0:
-		return dotIQ4NLSgemm(row, xq, xd)
-	}
-	return dotIQ4NLVec(row, xq, xd)
 }
 
 // rowsLow computes rows [r0, r1) of a matrix of a type of lowbit.go for
-// all tokens, in cache blocks: a block of rows stays in L2 while the
-// tokens pass.
-func (m *mmTask) rowsLow(o *Out, r0, r1 int) {
-	w, nOut := o.W, o.W.Rows
-	rowBlock := max(1, blockWeights/w.rowBytes)
-	for b0 := r0; b0 < r1; b0 += rowBlock {
-		b1 := min(r1, b0+rowBlock)
+// all tokens: each row is decoded once (into r) and every token passes
+// over it.
+func (m *mmTask) rowsLow(o *Out, r *lowRow, r0, r1 int) {
+	w, nOut, cols := o.W, o.W.Rows, m.cols
+	rows8 := w.Rows%8 == 0
+	for row := r0; row < r1; row++ {
+		r.decode(w.Type, w.Data[row*w.rowBytes:(row+1)*w.rowBytes], cols)
 		for t := 0; t < m.T; t++ {
 			var mode RowMode
 			if m.modes != nil {
 				mode = m.modes[t]
 			}
-			for r := b0; r < b1; r++ {
-				row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-				if w.Type.actQ8K() {
-					o.Y[t*nOut+r] = dotLowK(w, row, &m.xk, t, mode)
-				} else {
-					o.Y[t*nOut+r] = m.dotLow32(w, row, t, mode)
+			var y float32
+			if w.Type.actQ8K() {
+				nb := cols / QKK
+				y = r.dot(w.Type, rows8, mode, m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], nil, m.xk.BSums[16*t*nb:16*(t+1)*nb])
+			} else {
+				nb := cols / QK
+				var xs []float32
+				if w.Type.actQ8_1() {
+					xs = m.xs1[t*nb : (t+1)*nb]
 				}
+				y = r.dot(w.Type, rows8, mode, m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb], xs, nil)
 			}
+			o.Y[t*nOut+row] = y
 		}
 	}
 }

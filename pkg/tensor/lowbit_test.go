@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os"
 	"testing"
@@ -179,37 +180,31 @@ func TestLowBitMatchesLlamaCpp(t *testing.T) {
 		q := func(tok int) ([]int8, []float32, []float32) {
 			return m.xq[tok*cols : (tok+1)*cols], m.xd[tok*nb : (tok+1)*nb], m.xs1[tok*nb : (tok+1)*nb]
 		}
-		var vec func(row []byte, tok int) float32
-		batch := vec // what ggml_mul_mat of 8 tokens runs (weights not repacked)
-		switch r.typ {
-		case Q4_1:
-			vec = func(row []byte, tok int) float32 { xq, xd, xs := q(tok); return dotQ4_1(row, xq, xd, xs) }
-		case Q5_0, Q5_1:
-			vec = func(row []byte, tok int) float32 { xq, xd, xs := q(tok); return dotQ5(row, xq, xd, xs, r.typ == Q5_1) }
-		case IQ4_NL:
-			vec = func(row []byte, tok int) float32 { xq, xd, _ := q(tok); return dotIQ4NLVec(row, xq, xd) }
-			batch = func(row []byte, tok int) float32 { xq, xd, _ := q(tok); return dotIQ4NLSgemm(row, xq, xd) }
-			chain := func(row []byte, tok int) float32 { xq, xd, _ := q(tok); return dotIQ4NLChain(row, xq, xd) }
-			check("repacked gemv", lrefT, r.gemv, chain)
-			check("repacked gemm", lrefT, r.gemm, chain)
-		case Q2_K:
-			vec = func(row []byte, tok int) float32 { xq, xd, xb := k(tok); return dotQ2KVec(row, xq, xd, xb) }
-			check("repacked gemv", lrefT, r.gemv, func(row []byte, tok int) float32 {
-				xq, xd, xb := k(tok)
-				return dotQ2KRepack(row, xq, xd, xb, false)
-			})
-			check("repacked gemm", lrefT, r.gemm, func(row []byte, tok int) float32 {
-				xq, xd, xb := k(tok)
-				return dotQ2KRepack(row, xq, xd, xb, true)
-			})
-		case Q3_K:
-			vec = func(row []byte, tok int) float32 { xq, xd, _ := k(tok); return dotQ3K(row, xq, xd) }
-		case IQ4_XS:
-			vec = func(row []byte, tok int) float32 { xq, xd, _ := k(tok); return dotIQ4XS(row, xq, xd, false) }
-			batch = func(row []byte, tok int) float32 { xq, xd, _ := k(tok); return dotIQ4XS(row, xq, xd, true) }
+		// kernel is the product of a row with token tok as llama.cpp
+		// computes it in a matrix of a multiple of 8 rows (rows8) or not,
+		// for a token of the given mode.
+		kernel := func(rows8 bool, mode RowMode) func(row []byte, tok int) float32 {
+			return func(row []byte, tok int) float32 {
+				var lr lowRow
+				lr.decode(r.typ, row, cols)
+				if r.typ.actQ8K() {
+					xq, xd, xb := k(tok)
+					return lr.dot(r.typ, rows8, mode, xq, xd, nil, xb)
+				}
+				xq, xd, xs := q(tok)
+				return lr.dot(r.typ, rows8, mode, xq, xd, xs, nil)
+			}
 		}
-		if batch == nil {
-			batch = vec
+		vec, batch := kernel(false, 0), kernel(false, RowSgemm|RowGemm4)
+		switch r.typ {
+		case IQ4_NL:
+			check("repacked gemv", lrefT, r.gemv, kernel(true, 0))
+			check("repacked gemm", lrefT, r.gemm, kernel(true, RowGemm4|RowSgemm))
+		case Q2_K:
+			check("repacked gemv", lrefT, r.gemv, kernel(true, 0))
+			check("repacked gemm", lrefT, r.gemm, kernel(true, RowGemm4|RowSgemm))
+		case IQ4_XS:
+			batch = kernel(true, RowSgemm|RowGemm4|RowPanel8)
 		}
 		check("vec_dot", lrefT, r.vec, vec)
 		check("ggml_mul_mat of 8 tokens", lrefG, r.graph, batch)
@@ -279,6 +274,60 @@ func TestQuantizeLowRoundTrip(t *testing.T) {
 		}
 		if emax > tc.tol*amax {
 			t.Errorf("%s: max error %v of max |value| %v", tc.typ, emax, amax)
+		}
+	}
+}
+
+// TestDequantizeRandomBlocks: random bytes as blocks (any scale, NaN and
+// infinity included) decode as ggml's dequantize_row_* decodes them;
+// testdata/dequant_vectors.json holds two blocks of each type and the
+// values a small C harness over ggml-quants.c computed.
+func TestDequantizeRandomBlocks(t *testing.T) {
+	b, err := os.ReadFile("testdata/dequant_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vec map[string]struct {
+		Bytes  []byte    `json:"bytes"`
+		Values []float64 `json:"values"`
+	}
+	if err := json.Unmarshal(b, &vec); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []DType{Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K} {
+		v, ok := vec[typ.String()]
+		if !ok {
+			t.Fatalf("no vectors for %s", typ)
+		}
+		got := make([]float32, len(v.Values))
+		Dequantize(typ, v.Bytes, got)
+		for i, want := range v.Values {
+			if float32(want) != got[i] && !(math.IsNaN(want) && math.IsNaN(float64(got[i]))) {
+				t.Fatalf("%s value %d: got %v, ggml %v", typ, i, got[i], want)
+			}
+		}
+	}
+}
+
+// TestI8LanesAsm: the assembly lanes equal the portable ones, for chunks
+// summed one, four and eight at a time.
+func TestI8LanesAsm(t *testing.T) {
+	rng := lrefRand(3)
+	v, q, sc := make([]int8, 512), make([]int8, 512), make([]int16, 32)
+	for i := range v {
+		v[i], q[i] = int8(rng.next()*127), int8(rng.next()*127)
+	}
+	for i := range sc {
+		sc[i] = int16(rng.next() * 63)
+	}
+	for _, per := range []int{1, 4, 8} {
+		got, want := make([]int32, 128), make([]int32, 128)
+		i8Lanes(v, q, sc, per, got)
+		i8LanesGeneric(v, q, sc, per, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("per %d lane %d: %d, portable %d", per, i, got[i], want[i])
+			}
 		}
 	}
 }

@@ -51,8 +51,9 @@ type Ctx struct {
 	xds  []float32
 	xs1  []float32 // q8_1 block sums (q4_1/q5_1 matrices)
 	xt   []byte    // q8_0 activation tiles (VNNI kernels)
-	xk   ActQ8K // q8_K activations (K-quant matrices)
+	xk   ActQ8K    // q8_K activations (K-quant matrices)
 	acc  [][]float32
+	low  []lowRow // per worker: the decoded row of a lowbit.go matrix
 	mm   mmTask
 	gg   ggmlTask // exactness: state of MatMulGGML (ggml_matmul.go)
 }
@@ -78,6 +79,7 @@ type mmTask struct {
 	xk    ActQ8K      // q8_K activations (K-quant matrices)
 	modes []RowMode   // per token, or nil (MatMulGGML)
 	acc   [][]float32 // per worker: f16 accumulators carried between pieces
+	low   []lowRow    // per worker: decoded rows (lowbit.go types)
 	T     int
 	cols  int
 }
@@ -119,6 +121,9 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 		quant = quant || (t.Quantized() && !t.actQ8K())
 		q81 = q81 || t.actQ8_1()
 		kquant = kquant || t.actQ8K()
+		if t.lowBit() && len(c.low) < c.Pool.Threads() {
+			c.low = make([]lowRow, c.Pool.Threads())
+		}
 		tiled = tiled || (o.W.Type == Q8_0 && T > 1 && hasVNNI)
 		f16 = f16 || f16Pieces(o.W, T)
 		m.outs[i] = o
@@ -166,6 +171,7 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 		}
 		m.acc = c.acc
 	}
+	m.low = c.low
 	grain := max(1, minChunkWork/(cols*T))
 	if packed || kquant {
 		grain = max(1, grain/8)
@@ -175,7 +181,7 @@ func (c *Ctx) matMul(x []float32, T int, modes []RowMode, outs ...Out) error {
 		m.outs[i] = Out{}
 	}
 	m.x, m.xq, m.xd, m.xds, m.xs1, m.xt, m.acc = nil, nil, nil, nil, nil, nil, nil
-	m.xk, m.modes = ActQ8K{}, nil
+	m.xk, m.modes, m.low = ActQ8K{}, nil, nil
 	return nil
 }
 
@@ -247,7 +253,7 @@ func (m *mmTask) rows(o *Out, worker, r0, r1 int) {
 	case w.k4 != nil:
 		m.rowsQ4Kx8(o, r0, r1)
 	case w.Type.lowBit():
-		m.rowsLow(o, r0, r1)
+		m.rowsLow(o, &m.low[worker], r0, r1)
 	case w.Type.KQuant():
 		m.rowsK(o, r0, r1)
 	case w.Type == Q8_0 && m.xt != nil:
