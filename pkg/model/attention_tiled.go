@@ -119,7 +119,11 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 		s.kt = make([]float32, n*5/4)
 		s.vt = make([]float32, n*5/4)
 	}
-	row := s.krow[:hd]
+	// Every (sequence, KV head, tile) converts independently: spread them
+	// over the pool's threads (at 8k tokens a serial pack was as long as
+	// the attention itself, so a second thread bought nothing).
+	pt := &m.pack
+	pt.jobs = pt.jobs[:0]
 	for si, sq := range b.Seqs {
 		if s.ktOff[si] < 0 {
 			continue
@@ -127,22 +131,60 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 		tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
 		for g := 0; g < c.KVHeads; g++ {
 			for tl := 0; tl < tiles; tl++ {
-				at := s.ktOff[si] + (g*tiles+tl)*tileSize
-				kt, vt := s.kt[at:][:tileSize], s.vt[at:][:tileSize]
-				keys := sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))]
-				if len(keys) < tensor.FATile {
-					clear(kt)
-					clear(vt[len(keys)*hd:])
-				}
-				for j, slot := range keys {
-					off := kv.off(layer, slot) + g*hd
-					tensor.F16ToF32Row(row, kv.k16[off:off+hd])
-					for d, v := range row {
-						kt[d*tensor.FATile+j] = v
-					}
-					tensor.F16ToF32Row(vt[j*hd:(j+1)*hd], kv.v16[off:off+hd])
-				}
+				pt.jobs = append(pt.jobs, packJob{si: int32(si), g: int32(g), tl: int32(tl), tiles: int32(tiles)})
 			}
+		}
+	}
+	workers := m.ctx.Pool.Threads()
+	for len(pt.rows) < workers {
+		pt.rows = append(pt.rows, make([]float32, hd))
+	}
+	for w := range pt.rows {
+		if len(pt.rows[w]) < hd {
+			pt.rows[w] = make([]float32, hd)
+		}
+	}
+	pt.m, pt.b, pt.kv, pt.layer = m, b, kv, layer
+	m.ctx.Pool.Run(pt, len(pt.jobs), 4)
+	pt.m, pt.b, pt.kv = nil, nil, nil
+}
+
+// packJob is one tile of one KV head of one sequence for packTask.
+type packJob struct{ si, g, tl, tiles int32 }
+
+// packTask converts the tiles of packTiles' jobs (a tensor.Task).
+type packTask struct {
+	m     *Model
+	b     *Batch
+	kv    *KV
+	layer int
+	jobs  []packJob
+	rows  [][]float32 // per worker: one key row in f32
+}
+
+func (pt *packTask) Run(worker, lo, hi int) {
+	m, kv := pt.m, pt.kv
+	s := &m.s
+	hd := m.cfg.HeadDim
+	tileSize := hd * tensor.FATile
+	row := pt.rows[worker][:hd]
+	for _, jb := range pt.jobs[lo:hi] {
+		sq := &pt.b.Seqs[jb.si]
+		g, tl := int(jb.g), int(jb.tl)
+		at := s.ktOff[jb.si] + (g*int(jb.tiles)+tl)*tileSize
+		kt, vt := s.kt[at:][:tileSize], s.vt[at:][:tileSize]
+		keys := sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))]
+		if len(keys) < tensor.FATile {
+			clear(kt)
+			clear(vt[len(keys)*hd:])
+		}
+		for j, slot := range keys {
+			off := kv.off(pt.layer, slot) + g*hd
+			tensor.F16ToF32Row(row, kv.k16[off:off+hd])
+			for d, v := range row {
+				kt[d*tensor.FATile+j] = v
+			}
+			tensor.F16ToF32Row(vt[j*hd:(j+1)*hd], kv.v16[off:off+hd])
 		}
 	}
 }

@@ -105,6 +105,7 @@ type Model struct {
 	// [rows x width] under llama.cpp's tensor names.
 	trace   func(name string, layer int, data []float32)
 	attn    attnTask
+	pack    packTask
 	closers []io.Closer
 }
 
