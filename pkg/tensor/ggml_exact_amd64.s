@@ -13,6 +13,77 @@
 	VMOVSHDUP X0, X1     \
 	VADDSS    X1, X0, X0
 
+// One step of ggml_vec_dot_f16's vector loop over SI, DI (CX counts
+// down): 4 accumulators x 16 lanes (Y0..Y7) over 64 halves, or x 8 lanes
+// (Y0..Y3) over 32.
+#define F16DOT16STEP \
+	VCVTPH2PS   (SI), Y8 \
+	VCVTPH2PS   (DI), Y9 \
+	VFMADD231PS Y9, Y8, Y0 \
+	VCVTPH2PS   16(SI), Y8 \
+	VCVTPH2PS   16(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y1 \
+	VCVTPH2PS   32(SI), Y8 \
+	VCVTPH2PS   32(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y2 \
+	VCVTPH2PS   48(SI), Y8 \
+	VCVTPH2PS   48(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y3 \
+	VCVTPH2PS   64(SI), Y8 \
+	VCVTPH2PS   64(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y4 \
+	VCVTPH2PS   80(SI), Y8 \
+	VCVTPH2PS   80(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y5 \
+	VCVTPH2PS   96(SI), Y8 \
+	VCVTPH2PS   96(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y6 \
+	VCVTPH2PS   112(SI), Y8 \
+	VCVTPH2PS   112(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y7 \
+	ADDQ        $128, SI \
+	ADDQ        $128, DI \
+	SUBQ        $64, CX
+
+#define F16DOT8STEP \
+	VCVTPH2PS   (SI), Y8 \
+	VCVTPH2PS   (DI), Y9 \
+	VFMADD231PS Y9, Y8, Y0 \
+	VCVTPH2PS   16(SI), Y8 \
+	VCVTPH2PS   16(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y1 \
+	VCVTPH2PS   32(SI), Y8 \
+	VCVTPH2PS   32(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y2 \
+	VCVTPH2PS   48(SI), Y8 \
+	VCVTPH2PS   48(DI), Y9 \
+	VFMADD231PS Y9, Y8, Y3 \
+	ADDQ        $64, SI \
+	ADDQ        $64, DI \
+	SUBQ        $32, CX
+
+// ggml's reduce of the accumulators into X0: 4 x 16 lanes, or 4 x 8.
+#define REDUCE16 \
+	VADDPS       Y4, Y0, Y0 \
+	VADDPS       Y6, Y2, Y2 \
+	VADDPS       Y2, Y0, Y0 \
+	VADDPS       Y5, Y1, Y1 \
+	VADDPS       Y7, Y3, Y3 \
+	VADDPS       Y3, Y1, Y1 \
+	VADDPS       Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	HSUM4
+
+#define REDUCE8 \
+	VADDPS       Y2, Y0, Y0 \
+	VADDPS       Y3, Y1, Y1 \
+	VADDPS       Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VHADDPS      X0, X0, X0 \
+	VHADDPS      X0, X0, X0
+
 // func ggmlDotF32x16AVX2(a, b *float32, n int) float32
 // ggml_vec_dot_f32 of the AVX-512 builds: 4 accumulators x 16 lanes over
 // steps of 64, reduce, leftovers unfused in groups of 8, then fused.
@@ -56,16 +127,7 @@ d16loop:
 d16reduce:
 	// acc j = (Y(2j), Y(2j+1)); x0 = (x0+x2)+(x1+x3), then the 512-bit
 	// horizontal sum: hi256+lo256, hi128+lo128, (0+2)+(1+3).
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	HSUM4
+	REDUCE16
 	MOVQ         CX, BX
 	ANDQ         $-8, BX
 
@@ -125,13 +187,7 @@ d8loop:
 	JMP         d8loop
 
 d8reduce:
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	REDUCE8
 	MOVQ         CX, BX
 	ANDQ         $-4, BX
 
@@ -290,46 +346,11 @@ TEXT ·ggmlDotF16x16AVX2(SB), NOSPLIT, $0-28
 h16loop:
 	CMPQ        CX, $64
 	JLT         h16reduce
-	VCVTPH2PS   (SI), Y8
-	VCVTPH2PS   (DI), Y9
-	VFMADD231PS Y9, Y8, Y0
-	VCVTPH2PS   16(SI), Y8
-	VCVTPH2PS   16(DI), Y9
-	VFMADD231PS Y9, Y8, Y1
-	VCVTPH2PS   32(SI), Y8
-	VCVTPH2PS   32(DI), Y9
-	VFMADD231PS Y9, Y8, Y2
-	VCVTPH2PS   48(SI), Y8
-	VCVTPH2PS   48(DI), Y9
-	VFMADD231PS Y9, Y8, Y3
-	VCVTPH2PS   64(SI), Y8
-	VCVTPH2PS   64(DI), Y9
-	VFMADD231PS Y9, Y8, Y4
-	VCVTPH2PS   80(SI), Y8
-	VCVTPH2PS   80(DI), Y9
-	VFMADD231PS Y9, Y8, Y5
-	VCVTPH2PS   96(SI), Y8
-	VCVTPH2PS   96(DI), Y9
-	VFMADD231PS Y9, Y8, Y6
-	VCVTPH2PS   112(SI), Y8
-	VCVTPH2PS   112(DI), Y9
-	VFMADD231PS Y9, Y8, Y7
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $64, CX
+	F16DOT16STEP
 	JMP         h16loop
 
 h16reduce:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	HSUM4
+	REDUCE16
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
@@ -349,31 +370,11 @@ TEXT ·ggmlDotF16x8AVX2(SB), NOSPLIT, $0-28
 h8loop:
 	CMPQ        CX, $32
 	JLT         h8reduce
-	VCVTPH2PS   (SI), Y8
-	VCVTPH2PS   (DI), Y9
-	VFMADD231PS Y9, Y8, Y0
-	VCVTPH2PS   16(SI), Y8
-	VCVTPH2PS   16(DI), Y9
-	VFMADD231PS Y9, Y8, Y1
-	VCVTPH2PS   32(SI), Y8
-	VCVTPH2PS   32(DI), Y9
-	VFMADD231PS Y9, Y8, Y2
-	VCVTPH2PS   48(SI), Y8
-	VCVTPH2PS   48(DI), Y9
-	VFMADD231PS Y9, Y8, Y3
-	ADDQ        $64, SI
-	ADDQ        $64, DI
-	SUBQ        $32, CX
+	F16DOT8STEP
 	JMP         h8loop
 
 h8reduce:
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	REDUCE8
 	VZEROUPPER
 	MOVSS        X0, ret+24(FP)
 	RET
@@ -725,45 +726,10 @@ r16row:
 	VXORPS Y7, Y7, Y7
 
 r16loop:
-	VCVTPH2PS   (SI), Y8
-	VCVTPH2PS   (DI), Y9
-	VFMADD231PS Y9, Y8, Y0
-	VCVTPH2PS   16(SI), Y8
-	VCVTPH2PS   16(DI), Y9
-	VFMADD231PS Y9, Y8, Y1
-	VCVTPH2PS   32(SI), Y8
-	VCVTPH2PS   32(DI), Y9
-	VFMADD231PS Y9, Y8, Y2
-	VCVTPH2PS   48(SI), Y8
-	VCVTPH2PS   48(DI), Y9
-	VFMADD231PS Y9, Y8, Y3
-	VCVTPH2PS   64(SI), Y8
-	VCVTPH2PS   64(DI), Y9
-	VFMADD231PS Y9, Y8, Y4
-	VCVTPH2PS   80(SI), Y8
-	VCVTPH2PS   80(DI), Y9
-	VFMADD231PS Y9, Y8, Y5
-	VCVTPH2PS   96(SI), Y8
-	VCVTPH2PS   96(DI), Y9
-	VFMADD231PS Y9, Y8, Y6
-	VCVTPH2PS   112(SI), Y8
-	VCVTPH2PS   112(DI), Y9
-	VFMADD231PS Y9, Y8, Y7
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $64, CX
+	F16DOT16STEP
 	JNZ         r16loop
 
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	HSUM4
+	REDUCE16
 	VMOVSS       X0, (R13)
 	ADDQ         $8, R9
 	ADDQ         $4, R13
@@ -797,30 +763,10 @@ r8row:
 	VXORPS Y3, Y3, Y3
 
 r8loop:
-	VCVTPH2PS   (SI), Y8
-	VCVTPH2PS   (DI), Y9
-	VFMADD231PS Y9, Y8, Y0
-	VCVTPH2PS   16(SI), Y8
-	VCVTPH2PS   16(DI), Y9
-	VFMADD231PS Y9, Y8, Y1
-	VCVTPH2PS   32(SI), Y8
-	VCVTPH2PS   32(DI), Y9
-	VFMADD231PS Y9, Y8, Y2
-	VCVTPH2PS   48(SI), Y8
-	VCVTPH2PS   48(DI), Y9
-	VFMADD231PS Y9, Y8, Y3
-	ADDQ        $64, SI
-	ADDQ        $64, DI
-	SUBQ        $32, CX
+	F16DOT8STEP
 	JNZ         r8loop
 
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VHADDPS      X0, X0, X0
-	VHADDPS      X0, X0, X0
+	REDUCE8
 	VMOVSS       X0, (R13)
 	ADDQ         $8, R9
 	ADDQ         $4, R13
