@@ -59,10 +59,14 @@ func TestClientSurvivesMetricRoleRestart(t *testing.T) {
 	_, dropped := c.Stats()
 	t.Logf("metric role down: %d sends in %v (%.0f ns each), p99.9 %v, dropped %d",
 		n, total, float64(total.Nanoseconds())/n, p999, dropped)
-	if per := total / n; per > 20*time.Microsecond {
+	// Wide margins: on a loaded machine a goroutine is descheduled for
+	// tens of milliseconds at times (scripts/test.sh next to a CPU hog
+	// failed at 1 ms); a send that waited for the peer would take far
+	// longer than these.
+	if per := total / n; per > 200*time.Microsecond {
 		t.Errorf("a send costs %v with the metric role down", per)
 	}
-	if p999 > time.Millisecond {
+	if p999 > 50*time.Millisecond {
 		t.Errorf("99.9%% of sends took up to %v with the metric role down", p999)
 	}
 	if dropped == 0 {
@@ -89,7 +93,7 @@ func TestClientWithoutMetricRole(t *testing.T) {
 	}
 	c := newTestClient(t, ep, "router")
 	total, p999 := sendLoop(c, 100000)
-	if total > time.Second || p999 > time.Millisecond {
+	if total > 10*time.Second || p999 > 50*time.Millisecond { // margins as above
 		t.Errorf("sends with no metric role: total %v, p99.9 %v", total, p999)
 	}
 	t0 := time.Now()
