@@ -696,6 +696,25 @@ cvtdone:
 	VZEROUPPER
 	RET
 
+// For the row loops (R8 base, R9 offs, R10 rows, R11 q, R12 n, R13 out):
+// a row's start (SI its keys, DI q, CX n, four accumulators cleared)
+// and its end (store X0, next offset and output).
+#define ROWSETUP \
+	MOVQ   (R9), SI \
+	LEAQ   (R8)(SI*2), SI \
+	MOVQ   R11, DI \
+	MOVQ   R12, CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+#define ROWNEXT \
+	VMOVSS       X0, (R13) \
+	ADDQ         $8, R9 \
+	ADDQ         $4, R13 \
+	DECQ         R10
+
 // func ggmlDotF16RowsX16AVX2(base unsafe.Pointer, offs *int, rows int, q unsafe.Pointer, n int, out *float32)
 // ggmlDotF16x16AVX2 of q against rows rows of base (row r at element
 // offs[r]), n a multiple of 64: the same accumulators, order and reduce
@@ -712,14 +731,7 @@ TEXT ·ggmlDotF16RowsX16AVX2(SB), NOSPLIT, $0-48
 r16row:
 	TESTQ  R10, R10
 	JZ     r16done
-	MOVQ   (R9), SI
-	LEAQ   (R8)(SI*2), SI
-	MOVQ   R11, DI
-	MOVQ   R12, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ROWSETUP
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -730,10 +742,7 @@ r16loop:
 	JNZ         r16loop
 
 	REDUCE16
-	VMOVSS       X0, (R13)
-	ADDQ         $8, R9
-	ADDQ         $4, R13
-	DECQ         R10
+	ROWNEXT
 	JMP          r16row
 
 r16done:
@@ -753,24 +762,14 @@ TEXT ·ggmlDotF16RowsX8AVX2(SB), NOSPLIT, $0-48
 r8row:
 	TESTQ  R10, R10
 	JZ     r8done
-	MOVQ   (R9), SI
-	LEAQ   (R8)(SI*2), SI
-	MOVQ   R11, DI
-	MOVQ   R12, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ROWSETUP
 
 r8loop:
 	F16DOT8STEP
 	JNZ         r8loop
 
 	REDUCE8
-	VMOVSS       X0, (R13)
-	ADDQ         $8, R9
-	ADDQ         $4, R13
-	DECQ         R10
+	ROWNEXT
 	JMP          r8row
 
 r8done:
