@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/engine/enginetest"
+	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
@@ -89,17 +91,34 @@ func TestOutputInvarianceStories260K(t *testing.T) {
 	}
 }
 
+// TestOutputInvarianceQ4K runs them over a Q4_K_M file: q4_K rows round
+// by their place in the chunk's fours too (model.RowClass), so a cache hit
+// whose recomputed tail moves a row into or out of the last n%4 would
+// change the tokens.
+func TestOutputInvarianceQ4K(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q4_K_M.gguf")
+	gen := model.GenOptions{Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, DType: "q4_K_M", Seed: 7}
+	if err := model.GenerateGGUF(path, gen); err != nil {
+		t.Fatal(err)
+	}
+	m := loadModel(t, path)
+	for _, chunk := range []int{13, 64} {
+		checkInvariance(t, m, fmt.Sprintf("chunk %d", chunk), chunk, 512,
+			rand.New(rand.NewPCG(uint64(chunk), 9)), 12, 120, 300)
+	}
+}
+
 // checkInvariance runs one prompt set through every schedule and returns
 // the evictions they caused.
 func checkInvariance(t *testing.T, m engine.Forwarder, what string, chunk, vocab int, rng *rand.Rand, n, baseLen, smallPool int) (evictions uint64) {
 	t.Helper()
 	reqs := invariancePrompts(rng, n, vocab, baseLen)
 	opts := engine.Options{MaxTotalTokens: 4096, MaxReqTotalLen: 300, ChunkedPrefillSize: chunk, BatchMaxTokens: 1024}
-	want := map[uint64][]int32{}
+	want := map[uint64][]uint64{}
 	alone := opts
 	alone.DisablePromptCache = true
 	for _, r := range reqs {
-		got, _ := runStreams(t, m, alone, []engine.Request{r})
+		got, _ := runSchedule(t, m, alone, nil, [][]engine.Request{{r}})
 		want[r.ID] = got[r.ID]
 	}
 	for _, tc := range invarianceCases(rng, reqs, smallPool) {
@@ -149,9 +168,16 @@ func invarianceCases(rng *rand.Rand, reqs []engine.Request, smallPool int) []inv
 	}
 }
 
+// streamEntry is one output as the invariance tests compare it: the token
+// and its log-probability's bits, so that a difference in the numbers shows
+// even where it does not change the token.
+func streamEntry(o engine.Output) uint64 {
+	return uint64(uint32(o.Token))<<32 | uint64(math.Float32bits(o.LogProb))
+}
+
 // runSchedule runs warm to completion, then adds the waves one per step
-// and runs the engine dry, returning the tokens of the waves' requests.
-func runSchedule(t *testing.T, m engine.Forwarder, opts engine.Options, warm []engine.Request, waves [][]engine.Request) (map[uint64][]int32, engine.Stats) {
+// and runs the engine dry, returning the outputs (streamEntry) of the waves' requests.
+func runSchedule(t *testing.T, m engine.Forwarder, opts engine.Options, warm []engine.Request, waves [][]engine.Request) (map[uint64][]uint64, engine.Stats) {
 	t.Helper()
 	e, err := engine.New(m, opts)
 	if err != nil {
@@ -163,7 +189,7 @@ func runSchedule(t *testing.T, m engine.Forwarder, opts engine.Options, warm []e
 		}
 	}
 	runAll(t, e)
-	got := map[uint64][]int32{}
+	got := map[uint64][]uint64{}
 	for steps := 0; len(waves) > 0 || e.HasWork(); steps++ {
 		if len(waves) > 0 {
 			for _, r := range waves[0] {
@@ -182,7 +208,7 @@ func runSchedule(t *testing.T, m engine.Forwarder, opts engine.Options, warm []e
 		}
 		for _, o := range outs {
 			if o.Token >= 0 {
-				got[o.ID] = append(got[o.ID], o.Token)
+				got[o.ID] = append(got[o.ID], streamEntry(o))
 			}
 		}
 	}

@@ -11,16 +11,20 @@ package engine
 //     from position 0, [0,c) [c,2c) ... [kc,P), wherever a cache hit ends,
 //     and every generated token as a step of its own. A cache-less run is
 //     what it always was (and what llama.cpp does with -ub c).
-//   - Rounding classes. The model says, through ChunkClasser, which chunk
-//     lengths round alike (1 | 2..63 | 64+ for pkg/model). Position p's
-//     canonical class is that of its canonical chunk's length.
+//   - Rounding classes. The model says, through RowClasser, which rows of
+//     which chunk lengths round alike (1 | 2..63 | 64+ for pkg/model, and
+//     with q4_K or q2_K weights also whether a row is among the last n%4 of
+//     its chunk, which llama.cpp's repacked gemm leaves to its gemv).
+//     Position p's canonical class is that of its row in its canonical
+//     chunk.
 //   - Signatures. Every slot's K/V carries a signature chaining the previous
 //     position's, the token, the position and the class it was computed in.
 //     A cached prefix (from the radix cache: another request's, or this
 //     request's own before an eviction) is used only as far as its
 //     signatures are the ones this request's canonical run would produce,
 //     and only up to a position q from which the rest of that canonical
-//     chunk, [q, end), still has the chunk's class; the remainder of the
+//     chunk, [q, end), computed as a chunk of its own, gives every row its
+//     canonical class; the remainder of the
 //     prompt then runs in canonical chunks again. A full hit recomputes at
 //     most the last 63 prompt tokens; a partial one reuses everything the
 //     classes allow.
@@ -30,28 +34,29 @@ package engine
 // the K/V and the logits of the next token are bit for bit those of an
 // uninterrupted run.
 
-// ChunkClasser is implemented by a model whose numbers for a token row
-// depend on the length of the chunk the row is computed in only through
-// ChunkClass(length): rows computed in chunks of the same class, over
-// equal K/V of the earlier positions, are bit-identical. A Forwarder
-// without it is taken to round every chunk length differently (reuse then
-// only ever starts at canonical chunk boundaries).
-type ChunkClasser interface {
-	ChunkClass(n int) int
+// RowClasser is implemented by a model whose numbers for a token row
+// depend on the chunk the row is computed in only through RowClass(n, i),
+// for row i of a chunk of n tokens: rows of the same class, over equal K/V
+// of the earlier positions, are bit-identical. A Forwarder without it is
+// taken to round every chunk length differently (reuse then only ever
+// starts at canonical chunk boundaries).
+type RowClasser interface {
+	RowClass(n, i int) int
 }
 
-// ChunkClass is f's rounding class of a chunk of n tokens: n itself for a
-// Forwarder that does not say. A wrapper around a Forwarder implements
-// ChunkClasser with it, so that the wrapped model's classes show through.
-func ChunkClass(f Forwarder, n int) int {
-	if c, ok := f.(ChunkClasser); ok {
-		return c.ChunkClass(n)
+// RowClass is f's rounding class of row i of a chunk of n tokens: n itself
+// for a Forwarder that does not say. A wrapper around a Forwarder
+// implements RowClasser with it, so that the wrapped model's classes show
+// through.
+func RowClass(f Forwarder, n, i int) int {
+	if c, ok := f.(RowClasser); ok {
+		return c.RowClass(n, i)
 	}
 	return n
 }
 
-// class is the model's rounding class of a chunk of n tokens.
-func (e *Engine) class(n int) int { return ChunkClass(e.m, n) }
+// class is the model's rounding class of row i of a chunk of n tokens.
+func (e *Engine) class(n, i int) int { return RowClass(e.m, n, i) }
 
 // canonEnd is the end of r's canonical chunk holding prompt position p.
 func (e *Engine) canonEnd(r *reqState, p int) int {
@@ -61,10 +66,10 @@ func (e *Engine) canonEnd(r *reqState, p int) int {
 // canonClass is the class position p of r is computed in by a canonical run.
 func (e *Engine) canonClass(r *reqState, p int) int {
 	if p >= r.promptLen {
-		return e.class(1)
+		return e.class(1, 0)
 	}
 	start := p / e.chunk * e.chunk
-	return e.class(e.canonEnd(r, p) - start)
+	return e.class(e.canonEnd(r, p)-start, p-start)
 }
 
 // nextChunk is the number of tokens r computes in its next forward: the
@@ -78,17 +83,30 @@ func (e *Engine) nextChunk(r *reqState) int {
 }
 
 // startAt cuts a reusable prefix length q back to a position from which the
-// rest of its canonical chunk still rounds in the chunk's class.
+// rest of its canonical chunk, computed as a chunk of its own, rounds every
+// row in its canonical class.
 func (e *Engine) startAt(r *reqState, q int) int {
 	if q >= r.promptLen {
 		return q // generated positions are single steps anyway
 	}
 	start, end := q/e.chunk*e.chunk, e.canonEnd(r, q)
-	want := e.class(end - start)
-	for q > start && e.class(end-q) != want {
-		q--
+	for ; q > start; q-- {
+		if e.sameClasses(start, q, end) {
+			break
+		}
 	}
 	return q
+}
+
+// sameClasses reports whether every row of [q, end) has the class in a
+// chunk [q, end) that it has in the chunk [start, end).
+func (e *Engine) sameClasses(start, q, end int) bool {
+	for p := q; p < end; p++ {
+		if e.class(end-q, p-q) != e.class(end-start, p-start) {
+			return false
+		}
+	}
+	return true
 }
 
 // reusable returns how many leading positions of slots (a cached prefix of
@@ -117,9 +135,8 @@ func (e *Engine) computed(r *reqState, n int) {
 	if start > 0 {
 		h = r.sig[start-1]
 	}
-	cl := e.class(n)
 	for p := start; p < start+n; p++ {
-		h = posSig(h, r.tokens[p], p, cl)
+		h = posSig(h, r.tokens[p], p, e.class(n, p-start))
 		switch {
 		case p == len(r.sig):
 			r.sig = append(r.sig, h)

@@ -100,8 +100,8 @@ type eosOverride struct {
 	eos []int32
 }
 
-// ChunkClass passes the wrapped model's rounding classes through.
-func (e eosOverride) ChunkClass(n int) int { return engine.ChunkClass(e.Forwarder, n) }
+// RowClass passes the wrapped model's rounding classes through.
+func (e eosOverride) RowClass(n, i int) int { return engine.RowClass(e.Forwarder, n, i) }
 
 func (e eosOverride) Config() engine.ModelConfig {
 	c := e.Forwarder.Config()

@@ -69,26 +69,34 @@ func (m *Model) attnUnits(b *Batch, kv *KV, rows []int32, units []attnUnit) []at
 	return units
 }
 
-// ChunkClass is the rounding class of a sequence chunk of n new tokens
-// (engine.ChunkClasser): a token row's numbers depend on the length of the
-// chunk it is computed in only through the matmul kind (one row: the
-// vector kernels; two or more: the batch kernels, whose per-row result does
-// not depend on the number of rows) and the attention path (tiled from
-// FATile rows on with an f16 cache, whose key tiles are aligned to absolute
-// positions, not to the chunk). With iq4_xs weights chunks of 8 or more
-// tokens are a class of their own (llama.cpp's IQ panel gemm,
-// tensor.RowPanel8). TestChunkClassesRoundAlike checks it.
-func (m *Model) ChunkClass(n int) int {
+// RowClass is the rounding class of row i of a sequence chunk of n new
+// tokens (engine.RowClasser): a token row's numbers depend on the chunk it
+// is computed in only through
+//   - the matmul kind: one row, the vector kernels; two or more, the batch
+//     kernels, whose per-row result does not depend on the number of rows;
+//     with iq4_xs weights chunks of 8 or more tokens are a kind of their own
+//     (llama.cpp's IQ panel gemm, tensor.RowPanel8);
+//   - with q4_K or q2_K weights, whether the row is among the chunk's last
+//     n%4, which llama.cpp's repacked gemm (taking rows in fours) leaves to
+//     its gemv (tensor.RowGemm4);
+//   - the attention path: tiled from FATile rows on with an f16 cache,
+//     whose key tiles are aligned to absolute positions, not to the chunk.
+//
+// TestChunkClassesRoundAlike checks it.
+func (m *Model) RowClass(n, i int) int {
+	c := 2
 	switch {
 	case n <= 1:
 		return 1
 	case m.kvF16 && m.useTiledFA(n):
-		return 3
+		c = 3
 	case m.panel8 && n >= 8:
-		return 4
-	default:
-		return 2
+		c = 4
 	}
+	if m.gemm4 && i >= n-n%4 {
+		c += 4
+	}
+	return c
 }
 
 // packTiles stores, for every sequence that takes the tiled path, each

@@ -50,11 +50,10 @@ func sameBits(a, b []float32) bool {
 
 // TestChunkClassesRoundAlike pins what the engine's output invariance
 // rests on (pkg/engine/replay.go): a token row's numbers depend on the
-// length of the chunk it is computed in only through ChunkClass. Reusing
-// K/V computed in one chunk of a class and recomputing the rest of that
-// chunk as a shorter chunk of the same class gives bit-identical logits,
-// also for the next decode step (so the K/V are identical too); a chunk of
-// another class does not.
+// chunk it is computed in only through RowClass. Reusing K/V computed in
+// one chunk and recomputing the rest of that chunk as a shorter chunk that
+// gives every row the same class gives bit-identical logits, also for the
+// next decode step (so the K/V are identical too); other classes do not.
 //
 // stories260K's head size (8) takes the tiled attention path only where
 // ggml's f32 vectors are 8 wide (AVX2, not AVX-512); builtin:tiny-random's
@@ -65,9 +64,18 @@ func sameBits(a, b []float32) bool {
 // its activations are quantized to 8 bits before every product, which
 // mostly absorbs a last-bit difference of a few positions, so chunks of
 // different classes often give identical logits.
+//
+// A Q4_K_M file (q4_K matrices: llama.cpp's repacked gemm on a chunk's rows
+// in fours, its gemv on the last n%4) has the row's place among the last
+// n%4 in its class too; its activations are quantized to 8 bits as well,
+// so it is checked like iq4_xs.
 func TestChunkClassesRoundAlike(t *testing.T) {
 	iq4 := filepath.Join(t.TempDir(), "iq4_xs.gguf")
 	if err := GenerateGGUF(iq4, kquantModel("iq4_xs")); err != nil {
+		t.Fatal(err)
+	}
+	q4k := filepath.Join(t.TempDir(), "q4_K_M.gguf")
+	if err := GenerateGGUF(q4k, kquantModel("q4_K_M")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -77,6 +85,7 @@ func TestChunkClassesRoundAlike(t *testing.T) {
 		{filepath.Join(modelsDir(t), "stories260K", "stories260K-f32.gguf"), "f16", false},
 		{"builtin:tiny-random", "f16", false},
 		{iq4, "f16", true},
+		{q4k, "f16", true},
 	} {
 		t.Run(filepath.Base(tc.path)+" "+tc.kv, func(t *testing.T) {
 			m, err := Load(tc.path, LoadOptions{NoTokenizer: true, KVType: tc.kv})
@@ -95,7 +104,7 @@ func checkChunkClasses(t *testing.T, m *Model, sameOnly bool) {
 		cl := make([]int, n)
 		for _, c := range chunks {
 			for p := c[0]; p < c[1]; p++ {
-				cl[p] = m.ChunkClass(c[1] - c[0])
+				cl[p] = m.RowClass(c[1]-c[0], p-c[0])
 			}
 		}
 		return cl
@@ -119,6 +128,9 @@ func checkChunkClasses(t *testing.T, m *Model, sameOnly bool) {
 		{"40 vs 39 then one token (batch vs vector kernels)", 40, [][2]int{{0, 40}}, [][2]int{{0, 39}, {39, 40}}},
 		{"100 vs 50 twice", 100, [][2]int{{0, 100}}, [][2]int{{0, 50}, {50, 100}}},
 		{"40 vs 34 then the last 6 (panel vs batch with iq4_xs)", 40, [][2]int{{0, 40}}, [][2]int{{0, 34}, {34, 40}}},
+		{"42 vs 30 then the last 14 (q4_K: the same 2 gemv rows)", 42, [][2]int{{0, 42}}, [][2]int{{0, 30}, {28, 42}}},
+		{"42 vs 30 then the last 13 (q4_K: 1 gemv row)", 42, [][2]int{{0, 42}}, [][2]int{{0, 30}, {29, 42}}},
+		{"42 vs 30 then the last 16 (q4_K: no gemv row)", 42, [][2]int{{0, 42}}, [][2]int{{0, 30}, {26, 42}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,8 +24,8 @@ type FakeModel struct {
 	// EndAfter > 0 makes EOS[0] the most likely next token whenever a sequence
 	// is a multiple of EndAfter tokens long.
 	EndAfter int
-	// ChunkRounding makes a token's K/V depend also on the rounding class
-	// (ChunkClass) of the chunk it was computed in (its sequence's new
+	// ChunkRounding makes a token's K/V depend also on its rounding class
+	// (RowClass) in the chunk it was computed in (its sequence's new
 	// tokens of that Forward), as a real model's rounding does, and every later token depend on the K/V
 	// actually found in the slots, so K/V cached by another request or
 	// computed in other chunks changes the logits instead of failing. The
@@ -50,17 +50,22 @@ type FakeModel struct {
 // round differently under ChunkRounding.
 const FakeTile = 8
 
-// ChunkClass is the fake's rounding class of a chunk of n tokens
-// (engine.ChunkClasser), shaped like pkg/model's.
-func (f *FakeModel) ChunkClass(n int) int {
+// RowClass is the fake's rounding class of row i of a chunk of n tokens
+// (engine.RowClasser), shaped like pkg/model's with q4_K weights: the
+// length class, and in a chunk of two or more whether the row is among the
+// last n%4 (llama.cpp's q4_K gemm takes rows in fours, the rest its gemv).
+func (f *FakeModel) RowClass(n, i int) int {
+	c := 3
 	switch {
 	case n <= 1:
 		return 1
 	case n < FakeTile:
-		return 2
-	default:
-		return 3
+		c = 2
 	}
+	if i >= n-n%4 {
+		c += 2
+	}
+	return c
 }
 
 // ErrFakeKV reports an inconsistency the fake detected in the KV it was given.
@@ -143,7 +148,7 @@ func (f *FakeModel) Forward(b *engine.Batch, _ *engine.KV, logits [][]float32) e
 			f.tok[sl], f.pos[sl], f.used[sl], f.stamp[sl] = t, int32(p), true, f.Calls
 			f.hash[sl] = mix(prev, t, p)
 			if f.ChunkRounding {
-				f.hash[sl] = mix(f.hash[sl], int32(f.ChunkClass(s.Len)), -2)
+				f.hash[sl] = mix(f.hash[sl], int32(f.RowClass(s.Len, j)), -2)
 			}
 			prev = f.next(prev, f.hash[sl], p)
 		}
