@@ -352,34 +352,3 @@ func (e *errorBody) message() string {
 	}
 	return string(e.raw)
 }
-
-// DetectModel asks an OpenAI-compatible server for its first model id
-// (GET /v1/models); vLLM and SGLang reject requests naming another model.
-func DetectModel(ctx context.Context, client *http.Client, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/models", nil)
-	if err != nil {
-		return "", fmt.Errorf("detect model: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("detect model: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("detect model: GET /v1/models: HTTP %d", resp.StatusCode)
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
-		return "", fmt.Errorf("detect model: %w", err)
-	}
-	if len(list.Data) == 0 || list.Data[0].ID == "" {
-		return "", errors.New("detect model: /v1/models lists no model")
-	}
-	return list.Data[0].ID, nil
-}

@@ -28,6 +28,10 @@ type fakeServer struct {
 	// a prefix cache's hit: the longest word prefix shared with an earlier
 	// prompt + answer (all but the last prompt word, as a radix cache).
 	prefixCache bool
+	maxModelLen int  // listed on /v1/models when > 0
+	metrics     bool // serve /metrics with the prefix-cache counters
+
+	cachedTotal, promptTotal int // what /metrics exports
 
 	mu      sync.Mutex
 	n       int
@@ -48,7 +52,23 @@ func newFakeServer(t *testing.T, ttft, itl time.Duration) *fakeServer {
 	f := &fakeServer{ttft: ttft, itl: itl, promptCount: 7}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		if f.maxModelLen > 0 {
+			fmt.Fprintf(w, `{"object":"list","data":[{"id":"fake-model","object":"model","max_model_len":%d}]}`, f.maxModelLen)
+			return
+		}
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		if !f.metrics {
+			http.NotFound(w, nil)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		// Two label sets, as a histogram per model name: the client sums them.
+		fmt.Fprintf(w, "# TYPE lightllm_cache_length histogram\nlightllm_cache_length_bucket{le=\"+Inf\",model_name=\"a\"} 1\n"+
+			"lightllm_cache_length_sum{model_name=\"a\"} %d\nlightllm_cache_length_sum{model_name=\"b\"} 0\n"+
+			"lightllm_prompt_tokens_total{model_name=\"a\"} %d\n", f.cachedTotal, f.promptTotal)
 	})
 	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) { f.serve(t, w, r, APICompletions) })
 	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { f.serve(t, w, r, APIChat) })
@@ -109,7 +129,9 @@ func (f *fakeServer) serve(t *testing.T, w http.ResponseWriter, r *http.Request,
 			words = append(words, fmt.Sprintf("t%d", i))
 		}
 		f.history = append(f.history, words)
+		f.cachedTotal += cached
 	}
+	f.promptTotal += promptCount
 	f.mu.Unlock()
 	if api != APILightLLM && (req.Model != "fake-model" || !req.Stream) {
 		http.Error(w, `{"error":{"message":"wrong model or not streaming"}}`, http.StatusBadRequest)

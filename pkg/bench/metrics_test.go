@@ -92,8 +92,37 @@ func TestComputeMetrics(t *testing.T) {
 	if len(m.Timeline) != 3 || m.Timeline[0].OutputTokens != 16 || m.Timeline[1].OutputTokens != 2 {
 		t.Fatalf("timeline %+v", m.Timeline)
 	}
-	if m.PeakOutputThroughput != 16 || m.Timeline[0].InFlight != 2 || m.Timeline[1].InFlight != 1 {
+	// The busiest second slides: 0.1 .. 1.1 s holds all 17 chunks of
+	// requests 1 and 2; request 3's one chunk (1.25 s) is outside it.
+	if m.PeakOutputThroughput != 17 || m.Timeline[0].InFlight != 2 || m.Timeline[1].InFlight != 1 {
 		t.Fatalf("peak tok/s %g, timeline %+v", m.PeakOutputThroughput, m.Timeline)
+	}
+}
+
+// TestPeakThroughput: the peak is the busiest one-second window, the whole
+// run when it is shorter, and never below the mean throughput.
+func TestPeakThroughput(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		results  []*Result
+		duration time.Duration
+		want     float64
+	}{
+		// 30 tokens in a 0.3 s run: 100 tok/s, not 30 (one fixed second).
+		{"run under a second", []*Result{result(0, 10*msec, 10*msec, 30, 5)}, 300 * msec, 100},
+		// 20 tokens 0.9 .. 1.09 s straddle the fixed seconds 0 and 1.
+		{"burst across a second boundary", []*Result{result(890*msec, 10*msec, 10*msec, 20, 5)}, 3 * time.Second, 20},
+		// A short trailing second is not stretched to a full one: the last
+		// window is the run's last second, 1.0 .. 2.0 s.
+		{"short tail", []*Result{result(0, 10*msec, 100*msec, 10, 5), result(1900*msec, 10*msec, 10*msec, 5, 5)}, 2 * time.Second, 10},
+		{"nothing completed", []*Result{nil, {Err: "x"}}, time.Second, 0},
+		{"zero duration", []*Result{result(0, 0, 0, 1, 1)}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := peakThroughput(tc.results, tc.duration); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("peak %g tok/s, want %g", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -93,7 +93,19 @@ func RunMultiTurn(ctx context.Context, cfg Config, convs []Conversation) (*Repor
 		}
 	}
 	results := make([]*Result, len(convs)*turns)
-	rep, err := runJobs(ctx, cfg, len(convs), len(results), func(ctx context.Context, q *requester, i int, done func(*Result)) {
+	// The last turn's prompt holds every user text and every earlier answer
+	// (at most OutputLen tokens each).
+	need := demand{}
+	for i, c := range convs {
+		in := (turns - 1) * c.OutputLen
+		for _, l := range c.UserLens {
+			in += l
+		}
+		if in+c.OutputLen > need.input+need.output {
+			need = demand{what: fmt.Sprintf("conversation %d (turn %d, with every earlier answer)", i, turns), input: in, output: c.OutputLen}
+		}
+	}
+	rep, err := runJobs(ctx, cfg, len(convs), len(results), need, func(ctx context.Context, q *requester, i int, done func(*Result)) {
 		c := convs[i]
 		var prompt strings.Builder
 		for k, user := range c.Users {

@@ -20,6 +20,11 @@ type Report struct {
 	Interrupted bool
 	NumPrompts  int         // requests the dataset asked for
 	Turns       []TurnStats // multiturn dataset only
+	// CacheUse is the prompt tokens the server served from its prefix
+	// cache over the run, by its per-request counts or else its /metrics
+	// counters; nil when it reports neither.
+	CacheUse *CacheUse
+	Warnings []string // printed after the table
 }
 
 func newReport(cfg Config, results []*Result, d time.Duration, interrupted bool, n int) *Report {
@@ -66,6 +71,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	line(in, m.TotalInput)
 	if m.ServerCacheCounts {
 		line("Cached input tokens (server count):", m.TotalCached)
+	} else if u := r.CacheUse; u != nil {
+		line("Cached input tokens (server /metrics):", u.Cached)
 	}
 	line("Total generated tokens:", m.TotalOutput)
 	line("Request throughput (req/s):", m.RequestThroughput)
@@ -106,6 +113,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	b.WriteString(strings.Repeat("=", 50) + "\n")
+	for _, warn := range r.Warnings {
+		b.WriteString(warn + "\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -180,6 +190,8 @@ type jsonReport struct {
 	P90E2EL              float64      `json:"p90_e2el_ms"`
 	P99E2EL              float64      `json:"p99_e2el_ms"`
 	TotalCached          *int         `json:"total_cached_tokens,omitempty"`
+	ServerCache          *CacheUse    `json:"server_cache,omitempty"`
+	Warnings             []string     `json:"warnings,omitempty"`
 	Turns                []turnJSON   `json:"turns,omitempty"`
 	FirstError           string       `json:"first_error,omitempty"`
 	ErrorCounts          []ErrorCount `json:"error_counts,omitempty"`
@@ -231,7 +243,7 @@ func (r *Report) WriteJSON(path string) error {
 		MeanTPOT: m.TPOT.Mean, MedianTPOT: m.TPOT.Median, P90TPOT: m.TPOT.P90, P99TPOT: m.TPOT.P99,
 		MeanITL: m.ITL.Mean, MedianITL: m.ITL.Median, P90ITL: m.ITL.P90, P99ITL: m.ITL.P99,
 		MeanE2EL: m.E2EL.Mean, MedianE2EL: m.E2EL.Median, P90E2EL: m.E2EL.P90, P99E2EL: m.E2EL.P99,
-		FirstError: m.FirstError, ErrorCounts: m.ErrorCounts,
+		FirstError: m.FirstError, ErrorCounts: m.ErrorCounts, ServerCache: r.CacheUse, Warnings: r.Warnings,
 	}
 	if math.IsInf(c.RequestRate, 1) {
 		j.RequestRate = "inf"

@@ -65,18 +65,33 @@ func Run(ctx context.Context, cfg Config, samples []Sample) (*Report, error) {
 		return nil, errors.New("bench: no samples to send")
 	}
 	results := make([]*Result, len(samples))
-	return runJobs(ctx, cfg, len(samples), len(samples), func(ctx context.Context, q *requester, i int, done func(*Result)) {
+	need := demand{}
+	for i, s := range samples {
+		if s.PromptLen+s.OutputLen > need.input+need.output {
+			need = demand{what: fmt.Sprintf("sample %d", i), input: s.PromptLen, output: s.OutputLen}
+		}
+	}
+	rep, err := runJobs(ctx, cfg, len(samples), len(samples), need, func(ctx context.Context, q *requester, i int, done func(*Result)) {
 		results[i] = q.send(ctx, cfg, samples[i])
 		done(results[i])
 	}, func() []*Result { return results })
+	if err != nil {
+		return nil, err
+	}
+	if w := cacheWarning(rep.CacheUse, cfg.Seed); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
+	return rep, nil
 }
 
 // runJobs is the dispatch loop both datasets share: job i starts at the
 // i-th arrival time (and, with MaxConcurrency, once a slot is free), runs
 // in its own goroutine and reports each request it makes through done.
 // total is the number of requests the jobs will make, for the progress
-// bar and the report; results is read once every job has returned.
-func runJobs(ctx context.Context, cfg Config, jobs, total int,
+// bar and the report; need is its longest request, refused before anything
+// is sent when the server's max_model_len is shorter; results is read once
+// every job has returned.
+func runJobs(ctx context.Context, cfg Config, jobs, total int, need demand,
 	job func(ctx context.Context, q *requester, i int, done func(*Result)), results func() []*Result) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -96,13 +111,19 @@ func runJobs(ctx context.Context, cfg Config, jobs, total int,
 		}}
 		defer client.CloseIdleConnections()
 	}
+	// The native API has no model name, but a LightLLM server answers
+	// /v1/models as well, with its max_model_len.
+	info, infoErr := fetchModel(ctx, client, cfg.URL)
 	if cfg.Model == "" && cfg.API != APILightLLM {
-		if m, err := DetectModel(ctx, client, cfg.URL); err == nil {
-			cfg.Model = m
-		} else {
+		cfg.Model = info.ID
+		if infoErr != nil {
 			cfg.Model = "default"
 		}
 	}
+	if err := need.fits(info.MaxModelLen); err != nil {
+		return nil, err
+	}
+	cacheBefore, cacheKnown := settledCache(ctx, client, cfg.URL)
 
 	arrivals := Arrivals(jobs, cfg.RequestRate, cfg.Burstiness, cfg.Seed)
 	start := time.Now()
@@ -150,7 +171,58 @@ dispatch:
 	duration := time.Since(start)
 	prog.finish()
 	interrupted = interrupted || ctx.Err() != nil
-	return newReport(cfg, results(), duration, interrupted, total), nil
+	rep := newReport(cfg, results(), duration, interrupted, total)
+	switch m := rep.Metrics; {
+	case m.ServerCacheCounts:
+		rep.CacheUse = &CacheUse{Source: "usage", Cached: float64(m.TotalCached), Prompt: float64(m.TotalInput)}
+	case cacheKnown && !interrupted && m.Completed > 0:
+		rep.CacheUse = cacheDelta(ctx, client, cfg.URL, cacheBefore, m.TotalInput)
+	}
+	return rep, nil
+}
+
+// settledCache reads the server's cache counters once they hold still: a
+// metric role counts asynchronously, and the tail of a run just before
+// (another bench, a warm-up) must not be taken for this run's. It waits
+// 200 ms between reads, 1 s at most; a server under other traffic never
+// settles, and then the last read is used.
+func settledCache(ctx context.Context, client *http.Client, url string) (cacheSnapshot, bool) {
+	snap, ok := scrapeCache(ctx, client, url)
+	for range 5 {
+		if !ok || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		next, nok := scrapeCache(ctx, client, url)
+		if !nok || next == snap {
+			break
+		}
+		snap = next
+	}
+	return snap, ok
+}
+
+// cacheDelta is what the server's cache counters rose by over the run. The
+// server's metric role counts events it receives asynchronously, so the
+// counters are read again until the prompt counter has risen by the run's
+// prompt tokens, for a few seconds at most.
+func cacheDelta(ctx context.Context, client *http.Client, url string, before cacheSnapshot, prompts int) *CacheUse {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		after, ok := scrapeCache(ctx, client, url)
+		if !ok || after.counter != before.counter {
+			return nil
+		}
+		prompt := after.prompt - before.prompt
+		if prompt >= float64(prompts) || time.Now().After(deadline) || ctx.Err() != nil {
+			if prompt <= 0 {
+				prompt = float64(prompts) // the server counts no prompt tokens
+			}
+			cached := min(max(after.cached-before.cached, 0), prompt)
+			return &CacheUse{Source: "/metrics " + before.counter.cached, Cached: cached, Prompt: prompt}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // send makes one request under the per-request timeout.

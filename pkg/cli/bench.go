@@ -41,7 +41,9 @@ func newBenchCmd() *cobra.Command {
 		Long: "Sends streaming requests from a ShareGPT file or random prompts at a request rate (gamma arrivals,\n" +
 			"burstiness 1 = Poisson) or at a fixed concurrency, and reports throughput, TTFT, TPOT, ITL, end-to-end\n" +
 			"latency and goodput. Works against lightllm, vLLM, SGLang and llama.cpp's server alike.\n" +
-			"Ctrl-C stops sending and prints the partial report.",
+			"A run whose longest prompt + output exceeds the server's max_model_len (GET /v1/models) is refused\n" +
+			"before anything is sent; a run mostly served from the server's prompt cache (a repeat with the same\n" +
+			"--seed) ends with a warning. Ctrl-C stops sending and prints the partial report.",
 		Example: "  lightllm bench --url http://127.0.0.1:8000 --api openai-completions --dataset random \\\n" +
 			"      --tokenizer ./model --num-prompts 200 --request-rate 4 --input-len 512 --output-len 128 \\\n" +
 			"      --goodput ttft:500 tpot:50 --json out.json --plot out.svg",

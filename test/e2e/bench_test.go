@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,30 +96,52 @@ func TestBenchAgreesWithServerMetrics(t *testing.T) {
 		t.FailNow()
 	}
 	var completed, failed, input, output int
+	// Each run is done twice with the same seed: the repeat sends the same
+	// prompts, which the radix cache serves but for their last tokens, and
+	// must warn that it measured the cache. The OpenAI run learns the hits
+	// from usage.prompt_tokens_details, the native one (whose stream
+	// events carry no cache count) from /metrics' lightllm_cache_length_sum.
 	for i, run := range []struct {
 		api        bench.API
 		n          int
 		rate       float64
 		concurrent int
+		seed       uint64
+		repeat     bool
+		source     string
 	}{
-		{bench.APICompletions, 24, math.Inf(1), 8},
-		{bench.APILightLLM, 8, 40, 0},
+		{bench.APICompletions, 24, math.Inf(1), 8, 1, false, "usage"},
+		{bench.APILightLLM, 8, 40, 0, 2, false, "/metrics lightllm_cache_length_sum"},
+		{bench.APICompletions, 24, math.Inf(1), 8, 1, true, "usage"},
+		{bench.APILightLLM, 8, 40, 0, 2, true, "/metrics lightllm_cache_length_sum"},
 	} {
-		samples, err := bench.RandomSamples(tok, run.n, 16, 12, 0.5, uint64(i+1))
+		samples, err := bench.RandomSamples(tok, run.n, 16, 12, 0.5, run.seed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := bench.Config{URL: s.base, API: run.api, RequestRate: run.rate, Burstiness: 1, MaxConcurrency: run.concurrent,
-			IgnoreEOS: true, Seed: uint64(i + 1), Tokenizer: tok, RequestTimeout: time.Minute}
+			IgnoreEOS: true, Seed: run.seed, Tokenizer: tok, RequestTimeout: time.Minute}
 		rep, err := bench.Run(ctx, cfg, samples)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := rep.Metrics
-		t.Logf("%s: completed %d failed %d, input %d output %d tokens, mean TTFT %.1f ms, mean ITL %.1f ms",
-			run.api, m.Completed, m.Failed, m.TotalInput, m.TotalOutput, m.TTFT.Mean, m.ITL.Mean)
+		t.Logf("run %d %s: completed %d failed %d, input %d output %d tokens, mean TTFT %.1f ms, mean ITL %.1f ms, cache %+v",
+			i, run.api, m.Completed, m.Failed, m.TotalInput, m.TotalOutput, m.TTFT.Mean, m.ITL.Mean, rep.CacheUse)
 		if m.Completed != run.n || m.Failed != 0 {
 			t.Fatalf("%s: completed %d of %d, failed %d (%s)", run.api, m.Completed, run.n, m.Failed, m.FirstError)
+		}
+		if u := rep.CacheUse; u == nil || u.Source != run.source {
+			t.Errorf("run %d: cache use %+v, want it from %s", i, u, run.source)
+		}
+		warned := len(rep.Warnings) == 1 && strings.Contains(rep.Warnings[0], "measured the cache")
+		if warned != run.repeat {
+			t.Errorf("run %d (repeat %v): warnings %q", i, run.repeat, rep.Warnings)
+		}
+		// A repeated prompt recomputes its last two tokens (see
+		// TestPromptCacheEndToEnd); both sources must count exactly that.
+		if u := rep.CacheUse; run.repeat && u != nil && (u.Prompt != float64(m.TotalInput) || u.Cached != float64(m.TotalInput-2*run.n)) {
+			t.Errorf("run %d: %v of %v prompt tokens cached, want %d of %d", i, u.Cached, u.Prompt, m.TotalInput-2*run.n, m.TotalInput)
 		}
 		if !m.ServerPromptCounts {
 			t.Errorf("%s: the server reported no prompt token counts", run.api)
@@ -163,6 +187,66 @@ func TestBenchAgreesWithServerMetrics(t *testing.T) {
 			t.Errorf("/metrics has no %s after the runs", name)
 		case got-before[name] != want[name]:
 			t.Errorf("%s rose by %v over the runs; the bench reports %v", name, got-before[name], want[name])
+		}
+	}
+}
+
+// TestBenchRefusesPastMaxModelLen: `lightllm bench` asks /v1/models for
+// max_model_len and refuses, with one line naming the numbers and a
+// non-zero exit, a run whose prompts and outputs do not fit, before it
+// sends a request.
+func TestBenchRefusesPastMaxModelLen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds and launches the server")
+	}
+	hf := filepath.Join(modelsDir(t), "stories260K", "hf")
+	bin := buildBinaries(t)
+	s := launch(t, bin, hf)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var models struct {
+		Data []struct {
+			MaxModelLen int `json:"max_model_len"`
+		} `json:"data"`
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/models", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if err != nil || len(models.Data) == 0 || models.Data[0].MaxModelLen <= 0 {
+		t.Fatalf("/v1/models: %+v (%v)", models, err)
+	}
+	limit := models.Data[0].MaxModelLen
+	before, err := benchScrape(ctx, s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A random prompt of --input-len tokens may re-encode a little shorter.
+	in, out := limit+64, 8
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "lightllm"), "bench", "--url", s.base, "--tokenizer", hf,
+		"--num-prompts", "2", "--input-len", strconv.Itoa(in), "--output-len", strconv.Itoa(out))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	msg := strings.TrimSpace(stderr.String())
+	re := regexp.MustCompile(fmt.Sprintf(`needs (\d+) input \+ %d output = (\d+) tokens, more than the server's max_model_len %d`, out, limit))
+	sub := re.FindStringSubmatch(msg)
+	if err == nil || sub == nil || strings.Count(msg, "\n") != 0 || len(stdout) != 0 {
+		t.Fatalf("lightllm bench past max_model_len: err %v\nstdout %q\nstderr %q\nwant one line matching %s", err, stdout, msg, re)
+	}
+	if got, _ := strconv.Atoi(sub[1]); got+out <= limit || got < in/2 {
+		t.Errorf("refusal names %s input tokens for --input-len %d, limit %d", sub[1], in, limit)
+	}
+	after, err := benchScrape(ctx, s.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range benchCounters {
+		if after[name] != before[name] {
+			t.Errorf("%s moved from %v to %v: the refused run sent requests", name, before[name], after[name])
 		}
 	}
 }
