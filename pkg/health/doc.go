@@ -19,6 +19,17 @@
 // restart that role (infer for a wedged engine) and starts counting again;
 // a role with a new process, or a passing check, resets its count.
 //
+// Apart from that cycle, a stall watch reads the loop heartbeats of router,
+// infer and detokenizer in shm every half second: a role whose process is
+// alive but whose loop has not turned for --stall_timeout (a SIGSTOP, a
+// wedge) is reported unhealthy at once (report, status file, metric, one log
+// line when the stall starts and one when it ends), within --stall_timeout
+// plus half a second, whatever a probe in flight is waiting for. The
+// apiserver's /health turns 503 on the same records. Stall findings do not
+// count towards a restart: a forward step longer than --stall_timeout on a
+// big model is no fault, and a real wedge is restarted by the supervisor's
+// --heartbeat_timeout.
+//
 // The status is typed (Healthy, Degraded, Unhealthy) and readiness is
 // separate: see Report and Handler.
 package health

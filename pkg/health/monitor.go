@@ -69,6 +69,8 @@ type Monitor struct {
 	// GPU reads the pinned device; inferPid is 0 when infer's process
 	// should not be checked (not ready, CPU backend).
 	GPU func(inferPid int) (GPUReading, error)
+	// Loops reads the request path's loop heartbeats (the stall watch).
+	Loops func() ([]LoopBeat, error)
 	// Restart asks the supervisor to restart a role.
 	Restart func(ctx context.Context, role, reason string) error
 	// Publish receives every report (metrics, status file); optional.
@@ -83,6 +85,9 @@ type Monitor struct {
 	ProgressTimeout time.Duration
 	// HeartbeatTimeout is how old a role's heartbeat may get; 0 disables.
 	HeartbeatTimeout time.Duration
+	// StallTimeout is how long a request-path loop may go without turning
+	// before the stall watch reports it (--stall_timeout); 0 disables.
+	StallTimeout time.Duration
 	// Failures is how many consecutive failed checks of a role trigger a
 	// restart request (--health_failures).
 	Failures int
@@ -100,8 +105,13 @@ type Monitor struct {
 	engineOK     bool           // the engine answered at least once
 	lastRoles    map[string]int // pid per role at the last check
 
-	mu   sync.Mutex // guards last: Report must not wait for a probe
-	last Report
+	mu     sync.Mutex // guards last and stalls: Report must not wait for a probe
+	last   Report
+	stalls []Finding // the stall watch's current findings
+
+	// publishing serialises storing last and Publish between Check and the
+	// stall watch, so reports are published in the order they are stored.
+	publishing sync.Mutex
 }
 
 // NewMonitor returns a monitor with the intervals and threshold of cfg.
@@ -111,6 +121,7 @@ func NewMonitor(cfg *config.Config, log zerolog.Logger) *Monitor {
 		Interval:          cfg.HealthInterval.D(),
 		ProgressTimeout:   cfg.HealthTimeout.D(),
 		HeartbeatTimeout:  cfg.HeartbeatTimeout.D(),
+		StallTimeout:      cfg.StallTimeout.D(),
 		Failures:          cfg.HealthFailures,
 		CheckInferProcess: cfg.Backend == config.BackendCUDA,
 		Log:               log,
@@ -131,11 +142,18 @@ func (m *Monitor) Report() Report {
 	return m.last
 }
 
-// Run checks every Interval until ctx is done.
+// Run checks every Interval, and watches the loop heartbeats every
+// stallEvery, until ctx is done.
 func (m *Monitor) Run(ctx context.Context) error {
 	if m.Interval <= 0 {
 		return fmt.Errorf("health: interval must be positive, got %v", m.Interval)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(1)
+	go m.watchStalls(wctx, &wg)
 	t := time.NewTicker(m.Interval)
 	defer t.Stop()
 	for {
@@ -179,8 +197,11 @@ func (m *Monitor) Check(ctx context.Context) Report {
 
 	rep.Status = worst(rep.Findings)
 	rep.Ready = len(notReady) == 0 && m.engineOK && rep.Status != Unhealthy
-	m.count(ctx, &rep)
+	m.count(ctx, &rep) // before the stall findings: they never count
+	m.publishing.Lock()
+	defer m.publishing.Unlock()
 	m.mu.Lock()
+	rep = withStalls(rep, m.stalls)
 	m.last = rep
 	m.mu.Unlock()
 	if m.Publish != nil {

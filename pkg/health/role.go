@@ -44,6 +44,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	m := NewMonitor(cfg, log)
 	m.Probe = NewHTTPProbe(cfg).Probe
 	m.Engine = ShmEngine(region.Load())
+	m.Loops = ShmLoops(region)
 	if ctl.Supervised() {
 		m.Roles = SupervisorRoles(ctl.Status)
 		m.Restart = ctl.RequestRestart

@@ -79,6 +79,31 @@ func ShmRoles(r *shm.Region, roles []string) func(context.Context) ([]RoleInfo, 
 	}
 }
 
+// ShmLoops reads the loop heartbeats of router, infer and detokenizer from
+// their shm records (each stores the time on every turn of its loop). A
+// role that has not started (no pid) is left out.
+func ShmLoops(r *shm.Region) func() ([]LoopBeat, error) {
+	return func() ([]LoopBeat, error) {
+		var out []LoopBeat
+		for _, role := range []shm.Role{shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
+			rs, err := r.Role(role)
+			if err != nil {
+				return nil, err
+			}
+			pid := int(rs.Pid.Load())
+			if pid == 0 {
+				continue
+			}
+			b := LoopBeat{Role: role.String(), Alive: PidAlive(pid)}
+			if hb := rs.HeartbeatUnixNano.Load(); hb > 0 {
+				b.LastTurn = time.Unix(0, hb)
+			}
+			out = append(out, b)
+		}
+		return out, nil
+	}
+}
+
 // PidAlive reports whether a process exists in our pid namespace.
 func PidAlive(pid int) bool {
 	if pid <= 0 {

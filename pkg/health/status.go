@@ -51,6 +51,11 @@ const (
 	SourceProgress  = "progress"  // the passive last-progress rule (busy)
 	SourceProbe     = "probe"     // the active generation probe (idle)
 	SourceGPU       = "gpu"       // NVML
+	// SourceStall: a request-path loop that has not turned (the stall
+	// watch). Not counted towards a restart: a forward step longer than
+	// --stall_timeout on a big model is no fault, and a real wedge is the
+	// supervisor's heartbeat timeout's to restart.
+	SourceStall = "stall"
 )
 
 // Finding is one observation that is not plainly healthy.

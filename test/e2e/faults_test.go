@@ -70,8 +70,9 @@ func firstNot(seen []healthSample, from time.Time, code int) time.Duration {
 
 // TestSigstopInfer: infer frozen (SIGSTOP) for 10 s with 8 streams in
 // flight. /health must turn 503 within 5 s (the apiserver sees infer's
-// shm heartbeat stop, --stall_timeout 3 s) while the supervisor's 30 s
-// heartbeat timeout has not fired, and after SIGCONT every stream must
+// shm heartbeat stop, --stall_timeout 3 s), and the health role's report
+// name the stall within 5 s too (its stall watch reads the same record),
+// while the supervisor's 30 s heartbeat timeout has not fired, and after SIGCONT every stream must
 // finish with exactly the fault-free text, and /health be 200 again.
 func TestSigstopInfer(t *testing.T) {
 	if testing.Short() {
@@ -92,13 +93,19 @@ func TestSigstopInfer(t *testing.T) {
 	pid := rolePids(s.status())[config.RoleInfer]
 	w := watchHealth(s)
 	var stoppedAt, contAt time.Time
+	healthRole := time.Duration(-1) // when the health role's report named the stall
 	got, doneAtStop := round(ctx, s, prompts, 10, func() {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Error(err)
 			return
 		}
 		stoppedAt = time.Now()
-		time.Sleep(10 * time.Second)
+		for time.Since(stoppedAt) < 10*time.Second {
+			if r, err := hlReport(s); healthRole < 0 && err == nil && r.stalled(config.RoleInfer) {
+				healthRole = time.Since(stoppedAt)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		contAt = time.Now()
 		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 			t.Error(err)
@@ -129,10 +136,24 @@ func TestSigstopInfer(t *testing.T) {
 				describe(o.text), describe(ref[i].text))
 		}
 	}
+	if healthRole < 0 || healthRole > 5*time.Second {
+		t.Errorf("the health role's report named infer's stall %v after SIGSTOP, want within 5 s", healthRole)
+	}
+	for cleared := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r, err := hlReport(s)
+		if err == nil && !r.stalled(config.RoleInfer) {
+			break
+		}
+		if time.Now().After(cleared) {
+			t.Errorf("the health role's report still names the stall 5 s after /health is 200 again (%+v, %v)", r, err)
+			break
+		}
+	}
 	if now := rolePids(s.status())[config.RoleInfer]; now != pid {
 		t.Errorf("infer was restarted (%d → %d); the 10 s stop is below the heartbeat timeout", pid, now)
 	}
-	t.Logf("/health 503 %v after SIGSTOP; all streams exact after SIGCONT", down.Round(time.Millisecond))
+	t.Logf("/health 503 %v after SIGSTOP, the health role's report %v; all streams exact after SIGCONT",
+		down.Round(time.Millisecond), healthRole.Round(time.Millisecond))
 }
 
 // TestModelUnreadable: the weights become unreadable (moved away: a mode-000

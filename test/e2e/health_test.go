@@ -244,8 +244,22 @@ func hlRestartRequests(log, target string) []string {
 
 // hlHealthReport is the part of the health role's status file the test reads.
 type hlHealthReport struct {
-	Status string `json:"status"`
-	Ready  bool   `json:"ready"`
+	Status   string `json:"status"`
+	Ready    bool   `json:"ready"`
+	Findings []struct {
+		Target string `json:"target"`
+		Source string `json:"source"`
+	} `json:"findings"`
+}
+
+// stalled reports whether the report has the stall watch's finding for role.
+func (r hlHealthReport) stalled(role string) bool {
+	for _, f := range r.Findings {
+		if f.Source == health.SourceStall && f.Target == role {
+			return true
+		}
+	}
+	return false
 }
 
 // hlReport reads the health role's last report from the run directory.
