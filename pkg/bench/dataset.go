@@ -116,7 +116,8 @@ func readShareGPT(r io.Reader) ([][2]string, error) {
 // tok's vocabulary), as vLLM's random dataset: input and output lengths are
 // drawn uniformly from [L*(1-r), L*(1+r)]; the token ids are decoded to
 // text, re-encoded and truncated so that PromptLen is what the text encodes
-// to (decode/encode do not round-trip exactly).
+// to (decode/encode do not round-trip exactly), never more than the drawn
+// input length.
 func RandomSamples(tok Tokenizer, n, inputLen, outputLen int, rangeRatio float64, seed uint64) ([]Sample, error) {
 	if tok == nil {
 		return nil, errors.New("random dataset: a tokenizer is required to build prompts of real tokens")
@@ -154,7 +155,16 @@ func RandomSamples(tok Tokenizer, n, inputLen, outputLen int, rangeRatio float64
 			re = re[:in]
 		}
 		prompt := tok.Decode(re, false)
-		out = append(out, Sample{Prompt: prompt, PromptLen: len(tok.Encode(prompt, false)), OutputLen: outLen})
+		got := len(tok.Encode(prompt, false))
+		// A cut can end inside a multi-token character (a byte-fallback
+		// sequence), which decodes to a replacement character that
+		// encodes longer: cut further until the text fits.
+		for got > in && len(re) > 1 {
+			re = re[:max(len(re)-(got-in), 1)]
+			prompt = tok.Decode(re, false)
+			got = len(tok.Encode(prompt, false))
+		}
+		out = append(out, Sample{Prompt: prompt, PromptLen: got, OutputLen: outLen})
 	}
 	return out, nil
 }

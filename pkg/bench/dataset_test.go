@@ -114,6 +114,40 @@ func TestShareGPTErrors(t *testing.T) {
 	}
 }
 
+// growTok is a test double whose decode/encode round trip grows at the
+// end of the ids only, as a cut byte-fallback sequence does with a real
+// tokenizer: ids ending in an odd id decode with a partial character
+// ("_x_y") that encodes to two tokens more.
+type growTok struct{ *wordTok }
+
+func (g growTok) Decode(ids []int32, skip bool) string {
+	s := g.wordTok.Decode(ids, skip)
+	if len(ids) > 0 && ids[len(ids)-1]%2 == 1 {
+		s += "_x_y"
+	}
+	return s
+}
+
+func (g growTok) Encode(text string, addSpecial bool) []int32 {
+	return g.wordTok.Encode(strings.ReplaceAll(text, "_", " "), addSpecial)
+}
+
+// TestRandomSamplesFit: prompts never encode longer than the drawn input
+// length, however the tokenizer's round trip grows (before, stories260K's
+// tokenizer turned 16-token prompts into up to 44 tokens).
+func TestRandomSamplesFit(t *testing.T) {
+	tok := growTok{newWordTok(1000)}
+	got, err := RandomSamples(tok, 100, 16, 8, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range got {
+		if s.PromptLen > 16 || s.PromptLen < 12 || s.PromptLen != len(tok.Encode(s.Prompt, false)) {
+			t.Fatalf("sample %d: PromptLen %d (encodes to %d), want 12..16", i, s.PromptLen, len(tok.Encode(s.Prompt, false)))
+		}
+	}
+}
+
 func TestRandomSamples(t *testing.T) {
 	tok := newWordTok(1000)
 	got, err := RandomSamples(tok, 200, 100, 20, 0.5, 42)
