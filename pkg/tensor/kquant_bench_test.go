@@ -3,8 +3,20 @@ package tensor
 import (
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuTime is the process's user+system CPU time: on a shared machine a
+// kernel's CPU time per call varies much less than its wall time.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // BenchmarkMatVecK: single-token K-quant matrix-vector products over a
 // matrix several times L3, in huge pages (as the engine keeps weights),
@@ -32,6 +44,37 @@ func BenchmarkMatVecK(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMatMulKBatch: 16-token K-quant products (a prefill chunk's
+// tokens in llama.cpp's gemm rounding, or 16 sequences' decode tokens in
+// its gemv rounding) on one thread; Gv/s is weight values times tokens
+// per second.
+func BenchmarkMatMulKBatch(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	rows, cols, T := 4096, 2048, 16
+	x := randVec(r, T*cols, 1)
+	y := make([]float32, T*rows)
+	ctx := NewCtx(1)
+	defer ctx.Close()
+	for _, dt := range []DType{Q4_K, Q5_K, Q6_K} {
+		w, _ := randMatrix(b, r, dt, rows, cols)
+		for _, mode := range []RowMode{RowSgemm | RowGemm4, 0} {
+			modes := make([]RowMode, T)
+			for i := range modes {
+				modes[i] = mode
+			}
+			b.Run(fmt.Sprintf("%s/gemm%v", dt, mode&RowGemm4 != 0), func(b *testing.B) {
+				c0 := cpuTime(b)
+				for b.Loop() {
+					if err := ctx.MatMulGGML(x, T, modes, Out{w, y}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(rows*cols*T)*float64(b.N)/(cpuTime(b)-c0).Seconds()/1e9, "Gv/cpu-s")
 			})
 		}
 	}

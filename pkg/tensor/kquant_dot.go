@@ -220,22 +220,39 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 }
 
 // rowsQ4Kx8 computes rows [r0, r1) (multiples of 8) of a packed q4_K
-// matrix: a block of groups stays in L2 while every token passes.
+// matrix: a block of groups stays in L2 while every token passes, four
+// consecutive tokens of the same rounding at a time where they can
+// (q4Kx8x4 splits each weight byte once for the four) and one at a time
+// otherwise; either way a token gets the same bits.
 func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
 	w, cols, nOut := o.W, m.cols, o.W.Rows
 	nb := cols / QKK
 	gb := nb * q4Kx8GroupBytes
 	groupBlock := max(1, blockWeights/gb)
+	gemm := func(t int) bool { return m.modes != nil && m.modes[t]&RowGemm4 != 0 }
 	var res [8]float32
+	var res4 [32]float32
 	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
 		b1 := min(r1/8, b0+groupBlock)
-		for t := 0; t < m.T; t++ {
+		for t := 0; t < m.T; {
+			g4 := gemm(t)
+			if t+4 <= m.T && gemm(t+1) == g4 && gemm(t+2) == g4 && gemm(t+3) == g4 {
+				xq, xd, xb := m.xk.Q[t*cols:(t+4)*cols], m.xk.D[t*nb:(t+4)*nb], m.xk.BSums[16*t*nb:16*(t+4)*nb]
+				for g := b0; g < b1; g++ {
+					q4Kx8x4(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xb, g4, &res4)
+					for k := 0; k < 4; k++ {
+						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res4[8*k:8*k+8])
+					}
+				}
+				t += 4
+				continue
+			}
 			xq, xd, xs := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.S[8*t*nb:8*(t+1)*nb]
-			gemm := m.modes != nil && m.modes[t]&RowGemm4 != 0
 			for g := b0; g < b1; g++ {
-				q4Kx8(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xs, gemm, &res)
+				q4Kx8(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xs, g4, &res)
 				copy(o.Y[t*nOut+8*g:t*nOut+8*g+8], res[:])
 			}
+			t++
 		}
 	}
 }

@@ -3,6 +3,7 @@ package tensor
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -222,7 +223,7 @@ func TestMatMulGGMLKQuant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, modes := range [][]RowMode{nil, {RowGemm4, 0, RowGemm4 | RowSgemm, 0}} {
+			for _, modes := range [][]RowMode{nil, {RowGemm4, 0, RowGemm4 | RowSgemm, 0}, {RowGemm4, RowGemm4, RowGemm4, RowGemm4}} {
 				y := make([]float32, refT*refR)
 				if err := ctx.MatMulGGML(r.x, refT, modes, Out{w, y}); err != nil {
 					t.Fatal(err)
@@ -271,6 +272,100 @@ func TestQ4Kx8MatchesLlamaCpp(t *testing.T) {
 					for i, got := range out {
 						if w := want[tok*refR+8*g+i]; !bitsEqual(got, w) {
 							t.Errorf("%s gemm=%v token %d row %d: %v, llama.cpp %v", k.name, gemm, tok, 8*g+i, got, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQ4Kx8x4MatchesOneToken: the four-token q4_K kernels, portable and
+// assembly, give each token exactly what the one-token kernel gives it —
+// on llama.cpp's reference data (its gemv and gemm results) and on random
+// packed groups with extreme quants, scales and activations.
+func TestQ4Kx8x4MatchesOneToken(t *testing.T) {
+	kernels := []struct {
+		name string
+		f    func(w []byte, nb int, xq []int8, xd []float32, bs []int16, gemm bool, out *[32]float32)
+	}{{"Go", q4Kx8x4Generic}, {"asm", q4Kx8x4}}
+	r := readKRef(t)
+	xk := actQ8K(r.x, refT, refC)
+	nb := refC / QKK
+	packed := packQ4Kx8(nil, r.types[0].w, refR, refC)
+	gb := nb * q4Kx8GroupBytes
+	for _, k := range kernels {
+		for _, gemm := range []bool{false, true} {
+			want := r.gemv
+			if gemm {
+				want = r.gemm
+			}
+			for g := 0; g < refR/8; g++ {
+				var out [32]float32
+				k.f(packed[g*gb:(g+1)*gb], nb, xk.Q, xk.D, xk.BSums, gemm, &out)
+				for tok := 0; tok < 4; tok++ {
+					for i := 0; i < 8; i++ {
+						if got, w := out[8*tok+i], want[tok*refR+8*g+i]; !bitsEqual(got, w) {
+							t.Errorf("%s gemm=%v token %d row %d: %v, llama.cpp %v", k.name, gemm, tok, 8*g+i, got, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(19, 4))
+	for _, nb := range []int{1, 3, 22} {
+		for trial := 0; trial < 4; trial++ {
+			w := make([]byte, nb*q4Kx8GroupBytes)
+			for i := range w {
+				w[i] = byte(rng.Uint32())
+			}
+			for b := 0; b < nb; b++ {
+				grp := w[b*q4Kx8GroupBytes:]
+				for i := 0; i < 16; i++ { // finite f16 d, dmin (2^-14..2^1)
+					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
+				}
+				for i := 32; i < 160; i++ {
+					grp[i] = byte(rng.IntN(64))
+					if trial == 0 {
+						grp[i] = 63
+					}
+				}
+				if trial == 0 {
+					for i := 160; i < q4Kx8GroupBytes; i++ {
+						grp[i] = 0xff
+					}
+				}
+			}
+			xk := &ActQ8K{Q: make([]int8, 4*nb*QKK), D: make([]float32, 4*nb), BSums: make([]int16, 64*nb), S: make([]int32, 32*nb)}
+			for i := range xk.Q {
+				xk.Q[i] = int8(rng.IntN(255) - 127)
+				if trial == 0 {
+					xk.Q[i] = -127
+				}
+			}
+			for i := range xk.D {
+				xk.D[i] = rng.Float32()*2 - 1
+			}
+			for i := range xk.BSums {
+				for _, v := range xk.Q[16*i : 16*i+16] {
+					xk.BSums[i] += int16(v)
+				}
+			}
+			xk.fillS()
+			for _, gemm := range []bool{false, true} {
+				var want [32]float32
+				for tok := 0; tok < 4; tok++ {
+					var res [8]float32
+					q4Kx8(w, nb, xk.Q[tok*nb*QKK:], xk.D[tok*nb:], xk.S[8*tok*nb:], gemm, &res)
+					copy(want[8*tok:], res[:])
+				}
+				for _, k := range kernels {
+					var out [32]float32
+					k.f(w, nb, xk.Q, xk.D, xk.BSums, gemm, &out)
+					for i := range out {
+						if !bitsEqual(out[i], want[i]) {
+							t.Fatalf("%s nb %d trial %d gemm=%v token %d row %d: %v, one-token kernel %v", k.name, nb, trial, gemm, i/8, i%8, out[i], want[i])
 						}
 					}
 				}

@@ -90,3 +90,18 @@ func q4Kx8Generic(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bo
 		out[r] = acc[r] - accMin[r]
 	}
 }
+
+// q4Kx8x4Generic is the portable q4Kx8x4: q4Kx8Generic on each of four
+// consecutive tokens (bs: their 16-value sums, from which the 32-value
+// sums q4Kx8Generic takes are formed).
+func q4Kx8x4Generic(w []byte, nb int, xq []int8, xd []float32, bs []int16, gemm bool, out *[32]float32) {
+	xs := make([]int32, 8*nb)
+	var res [8]float32
+	for t := 0; t < 4; t++ {
+		for i := range xs {
+			xs[i] = int32(bs[16*t*nb+2*i]) + int32(bs[16*t*nb+2*i+1])
+		}
+		q4Kx8Generic(w, nb, xq[t*nb*QKK:], xd[t*nb:], xs, gemm, &res)
+		copy(out[8*t:8*t+8], res[:])
+	}
+}
