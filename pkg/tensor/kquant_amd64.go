@@ -11,6 +11,9 @@ func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
 //go:noescape
 func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
 
+//go:noescape
+func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+
 // kArgs checks the lengths the kernels read and returns nb.
 func kArgs(w []byte, bb int, xq []int8, xd []float32, xbs []int16) int {
 	nb := len(xd)
@@ -50,4 +53,17 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	}
 	nb := kArgs(w, q6KBlockBytes, xq, xd, xbs)
 	return q6KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb)
+}
+
+// dotQ6Kx4 is dotQ6K of one row against four consecutive tokens (xq, xd
+// and xbs hold the four back to back); out[t] is bit-identical to dotQ6K
+// on token t alone.
+func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	if !hasAVX2 || len(xd) == 0 {
+		dotQ6Kx4Generic(w, xq, xd, xbs, out)
+		return
+	}
+	nb := len(xd) / 4
+	_, _, _ = w[nb*q6KBlockBytes-1], xq[4*nb*QKK-1], xbs[4*16*nb-1]
+	q6KDotx4AVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, out)
 }

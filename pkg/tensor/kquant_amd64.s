@@ -390,3 +390,136 @@ q6Kloop:
 	VMOVSS       X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// kq6eo: VPSHUFB mask putting a q6_K block's even scales in bytes 0-7 and
+// its odd ones in bytes 8-15.
+DATA kq6eo<>+0(SB)/8, $0x0e0c0a0806040200
+DATA kq6eo<>+8(SB)/8, $0x0f0d0b0907050301
+GLOBL kq6eo<>(SB), RODATA|NOPTR, $16
+
+// Q6X4TOK: token t's products with chunk Q (its activation bytes at
+// AADDR) scaled by Y8, into its lanes YACC.
+#define Q6X4TOK(AADDR, YACC) \
+	VPMADDUBSW AADDR, Y7, Y10 \
+	VPMADDWD   Y8, Y10, Y10   \
+	VPADDD     Y10, YACC, YACC
+
+// Q6X4CHUNK: chunk CH (0..7, activation bytes at 32*CH) of the four
+// tokens; Y7 holds its unsigned quants, Y9 the block's scales as int16
+// (even ones in the low lane, odd ones in the high one), so word CH of
+// each lane is the scale of the chunk's first / second 16 values.
+#define Q6X4CHUNK(CH) \
+	VPSHUFB kq4shuf<>+(32*(CH))(SB), Y9, Y8 \
+	Q6X4TOK((32*(CH))(DI), Y0)              \
+	Q6X4TOK((32*(CH))(DI)(R8*1), Y1)        \
+	Q6X4TOK((32*(CH))(DI)(R8*2), Y2)        \
+	Q6X4TOK((32*(CH))(DI)(R9*1), Y3)
+
+// Q6X4HALF(J): the 128 values of half J (ql at 64J, qh at 128+32J),
+// decoded as KQ6HALF does, one chunk at a time.
+#define Q6X4HALF(J) \
+	VMOVDQU (64*J)(SI), Y4          \
+	VMOVDQU (64*J+32)(SI), Y5       \
+	VMOVDQU (128+32*J)(SI), Y6      \
+	VPAND   kqm3<>(SB), Y6, Y7      \
+	VPSLLW  $4, Y7, Y7              \
+	VPAND   Y15, Y4, Y10            \
+	VPOR    Y10, Y7, Y7             \
+	Q6X4CHUNK(4*J)                  \
+	VPAND   kqm12<>(SB), Y6, Y7     \
+	VPSLLW  $2, Y7, Y7              \
+	VPAND   Y15, Y5, Y10            \
+	VPOR    Y10, Y7, Y7             \
+	Q6X4CHUNK(4*J+1)                \
+	VPAND   kqm48<>(SB), Y6, Y7     \
+	VPSRLW  $4, Y4, Y4              \
+	VPAND   Y15, Y4, Y4             \
+	VPOR    Y4, Y7, Y7              \
+	Q6X4CHUNK(4*J+2)                \
+	VPAND   kqmc0<>(SB), Y6, Y7     \
+	VPSRLW  $2, Y7, Y7              \
+	VPSRLW  $4, Y5, Y5              \
+	VPAND   Y15, Y5, Y5             \
+	VPOR    Y5, Y7, Y7              \
+	Q6X4CHUNK(4*J+3)
+
+// Q6X4FUSE1: token t's lanes YI fused into its accumulators YF with
+// d*dy (X9 = the block's d).
+#define Q6X4FUSE1(DYADDR, YI, YF) \
+	VMULSS       DYADDR, X9, X10 \
+	VBROADCASTSS X10, Y10        \
+	VCVTDQ2PS    YI, YI          \
+	VFMADD231PS  YI, Y10, YF
+
+// Q6X4HSUM: ggml's hsum_float_8 of YF (X-form XF) into OUT.
+#define Q6X4HSUM(YF, XF, OUT) \
+	VEXTRACTF128 $1, YF, X0 \
+	VADDPS       XF, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, OUT
+
+// func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+// The AVX2 ggml_vec_dot_q6_K_q8_K of one row against four consecutive
+// tokens (token t's quants at xq + t*256*nb, scales at xd + t*nb, sums at
+// xbs + t*16*nb): each token's lanes hold the same integers, fused and
+// reduced in the same order, as q6KDotAVX2 on that token alone.
+TEXT ·q6KDotx4AVX2(SB), NOSPLIT, $0-48
+	MOVQ    w+0(FP), SI
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	MOVQ    CX, R8
+	SHLQ    $8, R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    CX, R10
+	SHLQ    $2, R10
+	LEAQ    (R10)(R10*2), R11
+	MOVQ    CX, R12
+	SHLQ    $5, R12
+	LEAQ    (R12)(R12*2), R13
+	VMOVDQU kqm4<>(SB), Y15
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	VXORPS  Y14, Y14, Y14
+
+q6x4loop:
+	// Each token's lanes start at -32*(bs[2l]*sc[2l] + bs[2l+1]*sc[2l+1]).
+	VMOVDQU   192(SI), X8
+	VPMOVSXBW X8, Y7
+	VPXOR     Y9, Y9, Y9
+	VPSUBW    Y7, Y9, Y7
+	VPMADDWD  (BX), Y7, Y0
+	VPSLLD    $5, Y0, Y0
+	VPMADDWD  (BX)(R12*1), Y7, Y1
+	VPSLLD    $5, Y1, Y1
+	VPMADDWD  (BX)(R12*2), Y7, Y2
+	VPSLLD    $5, Y2, Y2
+	VPMADDWD  (BX)(R13*1), Y7, Y3
+	VPSLLD    $5, Y3, Y3
+	VPSHUFB   kq6eo<>(SB), X8, X8
+	VPMOVSXBW X8, Y9
+	Q6X4HALF(0)
+	Q6X4HALF(1)
+	FP16(208(SI), X9)
+	Q6X4FUSE1((DX), Y0, Y11)
+	Q6X4FUSE1((DX)(R10*1), Y1, Y12)
+	Q6X4FUSE1((DX)(R10*2), Y2, Y13)
+	Q6X4FUSE1((DX)(R11*1), Y3, Y14)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6x4loop
+	MOVQ out+40(FP), AX
+	Q6X4HSUM(Y11, X11, 0(AX))
+	Q6X4HSUM(Y12, X12, 4(AX))
+	Q6X4HSUM(Y13, X13, 8(AX))
+	Q6X4HSUM(Y14, X14, 12(AX))
+	VZEROUPPER
+	RET

@@ -17,3 +17,7 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 func dotQ4KGemm(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	return dotQ4KGemmGeneric(w, xq, xd, xbs)
 }
+
+func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	dotQ6Kx4Generic(w, xq, xd, xbs, out)
+}

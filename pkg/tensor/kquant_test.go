@@ -373,3 +373,88 @@ func TestQ4Kx8x4MatchesOneToken(t *testing.T) {
 		}
 	}
 }
+
+// randActQ8K is a q8_K batch of T tokens of nb super-blocks with random
+// quants (all -127 when extreme) and consistent 16-value sums.
+func randActQ8K(rng *rand.Rand, T, nb int, extreme bool) *ActQ8K {
+	xk := &ActQ8K{Q: make([]int8, T*nb*QKK), D: make([]float32, T*nb), BSums: make([]int16, 16*T*nb), S: make([]int32, 8*T*nb)}
+	for i := range xk.Q {
+		xk.Q[i] = int8(rng.IntN(255) - 127)
+		if extreme {
+			xk.Q[i] = -127
+		}
+	}
+	for i := range xk.D {
+		xk.D[i] = rng.Float32()*2 - 1
+	}
+	for i := range xk.BSums {
+		for _, v := range xk.Q[16*i : 16*i+16] {
+			xk.BSums[i] += int16(v)
+		}
+	}
+	xk.fillS()
+	return xk
+}
+
+// randKBlocks is nb random super-blocks of type dt with finite f16 scales
+// (all quant bits set and scales at their extremes when extreme).
+func randKBlocks(rng *rand.Rand, dt DType, nb int, extreme bool) []byte {
+	bb := kBlockBytes(dt)
+	w := make([]byte, nb*bb)
+	for i := range w {
+		w[i] = byte(rng.Uint32())
+		if extreme {
+			w[i] = 0xff
+		}
+	}
+	for b := 0; b < nb; b++ {
+		blk := w[b*bb : (b+1)*bb]
+		f16 := func(off int) { binary.LittleEndian.PutUint16(blk[off:], uint16(0x0400+rng.IntN(0x3c00))) }
+		if dt == Q6_K {
+			f16(208)
+			if extreme {
+				for i := 192; i < 208; i++ {
+					blk[i] = 0x80 // scale -128
+				}
+			}
+		} else {
+			f16(0)
+			f16(2)
+		}
+	}
+	return w
+}
+
+// TestKDotx4MatchesOneToken: the four-token q5_K/q6_K kernels, portable
+// and assembly, give each token exactly what the one-token kernel gives.
+func TestKDotx4MatchesOneToken(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 5))
+	type kern = func(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32)
+	for _, k := range []struct {
+		dt        DType
+		one       func(w []byte, xq []int8, xd []float32, xbs []int16) float32
+		asm, port kern
+	}{
+		{Q6_K, dotQ6K, dotQ6Kx4, dotQ6Kx4Generic},
+	} {
+		for _, nb := range []int{1, 3, 22} {
+			for trial := 0; trial < 4; trial++ {
+				w := randKBlocks(rng, k.dt, nb, trial == 0)
+				xk := randActQ8K(rng, 4, nb, trial == 0)
+				var want [4]float32
+				for tok := range want {
+					want[tok] = k.one(w, xk.Q[tok*nb*QKK:(tok+1)*nb*QKK], xk.D[tok*nb:(tok+1)*nb], xk.BSums[16*tok*nb:16*(tok+1)*nb])
+				}
+				for name, f := range map[string]kern{"asm": k.asm, "Go": k.port} {
+					var out [4]float32
+					f(w, xk.Q, xk.D, xk.BSums, &out)
+					for tok := range out {
+						if !bitsEqual(out[tok], want[tok]) {
+							t.Fatalf("%s %s nb %d trial %d token %d: %v, one-token kernel %v", k.dt, name, nb, trial, tok, out[tok], want[tok])
+						}
+					}
+				}
+			}
+		}
+	}
+}
