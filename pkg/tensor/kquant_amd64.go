@@ -14,6 +14,9 @@ func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
 //go:noescape
 func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
+//go:noescape
+func q5KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+
 // kArgs checks the lengths the kernels read and returns nb.
 func kArgs(w []byte, bb int, xq []int8, xd []float32, xbs []int16) int {
 	nb := len(xd)
@@ -66,4 +69,16 @@ func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 	nb := len(xd) / 4
 	_, _, _ = w[nb*q6KBlockBytes-1], xq[4*nb*QKK-1], xbs[4*16*nb-1]
 	q6KDotx4AVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, out)
+}
+
+// dotQ5Kx4 is dotQ5K of one row against four consecutive tokens, as
+// dotQ6Kx4.
+func dotQ5Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	if !hasAVX2 || len(xd) == 0 {
+		dotQ5Kx4Generic(w, xq, xd, xbs, out)
+		return
+	}
+	nb := len(xd) / 4
+	_, _, _ = w[nb*q5KBlockBytes-1], xq[4*nb*QKK-1], xbs[4*16*nb-1]
+	q5KDotx4AVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, out)
 }

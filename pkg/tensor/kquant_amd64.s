@@ -523,3 +523,194 @@ q6x4loop:
 	Q6X4HSUM(Y14, X14, 12(AX))
 	VZEROUPPER
 	RET
+
+DATA kqsign<>+0(SB)/4, $0x80000000
+DATA kqsign<>+4(SB)/4, $0x80000000
+DATA kqsign<>+8(SB)/4, $0x80000000
+DATA kqsign<>+12(SB)/4, $0x80000000
+GLOBL kqsign<>(SB), RODATA|NOPTR, $16
+
+// Q5X4SCALES: KSCALES with two registers (AX, CX): X4 = the 12 scale bytes
+// at 4(SI) unpacked to scales 0-7, mins 0-7.
+#define Q5X4SCALES \
+	MOVL    4(SI), AX           \
+	ANDL    $0x3f3f3f3f, AX     \
+	VMOVD   AX, X4              \
+	MOVL    4(SI), AX           \
+	SHRL    $6, AX              \
+	ANDL    $0x03030303, AX     \
+	SHLL    $4, AX              \
+	MOVL    12(SI), CX          \
+	ANDL    $0x0f0f0f0f, CX     \
+	ORL     CX, AX              \
+	VPINSRD $1, AX, X4, X4      \
+	MOVL    8(SI), AX           \
+	ANDL    $0x3f3f3f3f, AX     \
+	VPINSRD $2, AX, X4, X4      \
+	MOVL    8(SI), AX           \
+	SHRL    $6, AX              \
+	ANDL    $0x03030303, AX     \
+	SHLL    $4, AX              \
+	MOVL    12(SI), CX          \
+	SHRL    $4, CX              \
+	ANDL    $0x0f0f0f0f, CX     \
+	ORL     CX, AX              \
+	VPINSRD $3, AX, X4, X4
+
+// Q5X4MIN: KMINS for one token (sums at BADDR, mins in X4) into XOUT.
+#define Q5X4MIN(BADDR, XOUT) \
+	VMOVDQU      BADDR, Y6    \
+	VEXTRACTI128 $1, Y6, X10  \
+	VPHADDW      X10, X6, X6  \
+	VPMADDWD     X6, X4, XOUT
+
+// Q5X4TOK: token t's products with chunk R's low (Y4) and high (Y5)
+// quants, scaled by the frame's per-chunk scale vectors, into YL.
+#define Q5X4TOK(LO, HI, R, YL) \
+	VPMADDUBSW LO, Y4, Y6           \
+	VPMADDWD   (64*(R))(SP), Y6, Y6 \
+	VPMADDUBSW HI, Y5, Y10          \
+	VPMADDWD   (64*(R)+32)(SP), Y10, Y10 \
+	VPADDD     Y6, YL, YL           \
+	VPADDD     Y10, YL, YL
+
+// Q5X4CHUNK(R): chunk R (quants at 48+32R, high bits 2R and 2R+1 of the
+// qh bytes in Y8, shifted down as the chunks pass).
+#define Q5X4CHUNK(R) \
+	VMOVDQU    (48+32*(R))(SI), Y4   \
+	VPSRLW     $4, Y4, Y5            \
+	VPAND      Y15, Y4, Y4           \
+	VPAND      Y15, Y5, Y5           \
+	VPAND      kqone<>(SB), Y8, Y6   \
+	VPSLLW     $4, Y6, Y6            \
+	VPADDB     Y6, Y4, Y4            \
+	VPSRLW     $1, Y8, Y8            \
+	VPAND      kqone<>(SB), Y8, Y6   \
+	VPSLLW     $4, Y6, Y6            \
+	VPADDB     Y6, Y5, Y5            \
+	VPSRLW     $1, Y8, Y8            \
+	Q5X4TOK((64*(R))(DI), (64*(R)+32)(DI), R, Y0)                   \
+	Q5X4TOK((64*(R))(DI)(R8*1), (64*(R)+32)(DI)(R8*1), R, Y1)       \
+	Q5X4TOK((64*(R))(DI)(R8*2), (64*(R)+32)(DI)(R8*2), R, Y2)       \
+	Q5X4TOK((64*(R))(DI)(R9*1), (64*(R)+32)(DI)(R9*1), R, Y3)
+
+// Q5X4HSUM: hsum_float_8 of token T's accumulators YF plus its summs
+// (element T of X7) into OUT.
+#define Q5X4HSUM(YF, XF, T, OUT) \
+	VEXTRACTF128 $1, YF, X0     \
+	VADDPS       XF, X0, X0     \
+	VMOVHLPS     X0, X0, X1     \
+	VADDPS       X1, X0, X0     \
+	VMOVSHDUP    X0, X1         \
+	VADDSS       X1, X0, X0     \
+	VPSHUFD      $(0x55*(T)), X7, X1 \
+	VADDSS       X1, X0, X0     \
+	VMOVSS       X0, OUT
+
+// func q5KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+// The AVX2 ggml_vec_dot_q5_K_q8_K of one row against four consecutive
+// tokens (laid out as for q6KDotx4AVX2): per token the same lane integers,
+// the same fused float steps in the same order as q5KDotAVX2 (the four
+// tokens' scalar summs chains side by side in X7's elements). Frame: the
+// block's eight per-half scale vectors at 32i, the block count at 256.
+TEXT ·q5KDotx4AVX2(SB), 0, $264-48
+	MOVQ    w+0(FP), SI
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	MOVQ    CX, 256(SP)
+	MOVQ    CX, R8
+	SHLQ    $8, R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    CX, R10
+	SHLQ    $2, R10
+	LEAQ    (R10)(R10*2), R11
+	MOVQ    CX, R12
+	SHLQ    $5, R12
+	LEAQ    (R12)(R12*2), R13
+	VMOVDQU kqm4<>(SB), Y15
+	VXORPS  X7, X7, X7
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	VXORPS  Y14, Y14, Y14
+
+q5x4loop:
+	Q5X4SCALES
+	VPMOVZXBW    X4, Y4
+	VPERMQ       $0x44, Y4, Y5
+	VEXTRACTI128 $1, Y4, X4
+	VPSHUFB      kq4shuf<>+0(SB), Y5, Y6
+	VMOVDQU      Y6, 0(SP)
+	VPSHUFB      kq4shuf<>+32(SB), Y5, Y6
+	VMOVDQU      Y6, 32(SP)
+	VPSHUFB      kq4shuf<>+64(SB), Y5, Y6
+	VMOVDQU      Y6, 64(SP)
+	VPSHUFB      kq4shuf<>+96(SB), Y5, Y6
+	VMOVDQU      Y6, 96(SP)
+	VPSHUFB      kq4shuf<>+128(SB), Y5, Y6
+	VMOVDQU      Y6, 128(SP)
+	VPSHUFB      kq4shuf<>+160(SB), Y5, Y6
+	VMOVDQU      Y6, 160(SP)
+	VPSHUFB      kq4shuf<>+192(SB), Y5, Y6
+	VMOVDQU      Y6, 192(SP)
+	VPSHUFB      kq4shuf<>+224(SB), Y5, Y6
+	VMOVDQU      Y6, 224(SP)
+	// summs[t] += -(dmin*dy[t]) * imin[t], fused, for the four tokens.
+	Q5X4MIN((BX), X0)
+	Q5X4MIN((BX)(R12*1), X1)
+	Q5X4MIN((BX)(R12*2), X2)
+	Q5X4MIN((BX)(R13*1), X3)
+	VPHADDD      X1, X0, X0
+	VPHADDD      X3, X2, X2
+	VPHADDD      X2, X0, X0
+	VCVTDQ2PS    X0, X0
+	FP16(2(SI), X5)
+	VBROADCASTSS X5, X5
+	VMOVSS       (DX), X6
+	VINSERTPS    $0x10, (DX)(R10*1), X6, X6
+	VINSERTPS    $0x20, (DX)(R10*2), X6, X6
+	VINSERTPS    $0x30, (DX)(R11*1), X6, X6
+	VMULPS       X6, X5, X5
+	VXORPS       kqsign<>(SB), X5, X5
+	VFMADD231PS  X0, X5, X7
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VMOVDQU      16(SI), Y8
+	Q5X4CHUNK(0)
+	Q5X4CHUNK(1)
+	Q5X4CHUNK(2)
+	Q5X4CHUNK(3)
+	FP16(0(SI), X6)
+	VMULSS       (DX), X6, X10
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y0, Y10, Y11
+	VMULSS       (DX)(R10*1), X6, X10
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y1, Y10, Y12
+	VMULSS       (DX)(R10*2), X6, X10
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y2, Y10, Y13
+	VMULSS       (DX)(R11*1), X6, X10
+	VBROADCASTSS X10, Y10
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  Y3, Y10, Y14
+	ADDQ         $176, SI
+	ADDQ         $256, DI
+	ADDQ         $4, DX
+	ADDQ         $32, BX
+	DECQ         256(SP)
+	JNZ          q5x4loop
+	MOVQ         out+40(FP), AX
+	Q5X4HSUM(Y11, X11, 0, 0(AX))
+	Q5X4HSUM(Y12, X12, 1, 4(AX))
+	Q5X4HSUM(Y13, X13, 2, 8(AX))
+	Q5X4HSUM(Y14, X14, 3, 12(AX))
+	VZEROUPPER
+	RET

@@ -151,11 +151,20 @@ func dotQ6KGeneric(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	return hsum8(&acc)
 }
 
-// dotQ6Kx4Generic is dotQ6KGeneric on each of four consecutive tokens.
+// dotQ5Kx4Generic and dotQ6Kx4Generic are dotQ5KGeneric / dotQ6KGeneric
+// on each of four consecutive tokens.
+func dotQ5Kx4Generic(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	dotKx4(dotQ5KGeneric, w, xq, xd, xbs, out)
+}
+
 func dotQ6Kx4Generic(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	dotKx4(dotQ6KGeneric, w, xq, xd, xbs, out)
+}
+
+func dotKx4(dot func(w []byte, xq []int8, xd []float32, xbs []int16) float32, w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 	nb := len(xd) / 4
 	for t := range out {
-		out[t] = dotQ6KGeneric(w, xq[t*nb*QKK:(t+1)*nb*QKK], xd[t*nb:(t+1)*nb], xbs[16*t*nb:16*(t+1)*nb])
+		out[t] = dot(w, xq[t*nb*QKK:(t+1)*nb*QKK], xd[t*nb:(t+1)*nb], xbs[16*t*nb:16*(t+1)*nb])
 	}
 }
 
@@ -213,21 +222,29 @@ func dotK(w *Matrix, row []byte, xk *ActQ8K, t int, gemm4 bool) float32 {
 }
 
 // rowsK computes rows [r0, r1) of a K-quant matrix for all tokens, in
-// cache blocks: a block of rows stays in L2 while the tokens pass. q6_K
-// rows take four consecutive tokens at a time (dotQ6Kx4: the same bits
-// per token, each weight block decoded once for the four).
+// cache blocks: a block of rows stays in L2 while the tokens pass. q5_K
+// and q6_K rows take four consecutive tokens at a time (dotQ5Kx4,
+// dotQ6Kx4: the same bits per token, each weight block decoded once for
+// the four).
 func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 	w, nOut, cols := o.W, o.W.Rows, m.cols
 	nb := cols / QKK
 	rowBlock := max(1, blockWeights/w.rowBytes)
+	var x4 func(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32)
+	switch w.Type {
+	case Q5_K:
+		x4 = dotQ5Kx4
+	case Q6_K:
+		x4 = dotQ6Kx4
+	}
 	var res [4]float32
 	for b0 := r0; b0 < r1; b0 += rowBlock {
 		b1 := min(r1, b0+rowBlock)
 		t := 0
-		for ; w.Type == Q6_K && t+4 <= m.T; t += 4 {
+		for ; x4 != nil && t+4 <= m.T; t += 4 {
 			xq, xd, xb := m.xk.Q[t*cols:(t+4)*cols], m.xk.D[t*nb:(t+4)*nb], m.xk.BSums[16*t*nb:16*(t+4)*nb]
 			for r := b0; r < b1; r++ {
-				dotQ6Kx4(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], xq, xd, xb, &res)
+				x4(w.Data[r*w.rowBytes:(r+1)*w.rowBytes], xq, xd, xb, &res)
 				for k, v := range res {
 					o.Y[(t+k)*nOut+r] = v
 				}

@@ -21,3 +21,7 @@ func dotQ4KGemm(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 	dotQ6Kx4Generic(w, xq, xd, xbs, out)
 }
+
+func dotQ5Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
+	dotQ5Kx4Generic(w, xq, xd, xbs, out)
+}

@@ -435,6 +435,7 @@ func TestKDotx4MatchesOneToken(t *testing.T) {
 		one       func(w []byte, xq []int8, xd []float32, xbs []int16) float32
 		asm, port kern
 	}{
+		{Q5_K, dotQ5K, dotQ5Kx4, dotQ5Kx4Generic},
 		{Q6_K, dotQ6K, dotQ6Kx4, dotQ6Kx4Generic},
 	} {
 		for _, nb := range []int{1, 3, 22} {
