@@ -72,6 +72,7 @@ const (
 	FlagSpacesBetweenSpecialTokens
 	FlagInputPenalty
 	FlagDisablePromptCache
+	FlagNoLogProb
 )
 
 // Req.RouterMarks bits: the commands the router already wrote for this

@@ -45,6 +45,7 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if v := o.boolean("logprobs"); v != nil {
 		req.logprobs = *v
 	}
+	req.params.NoLogProb = !req.logprobs // nothing else shows or ranks them
 	if v := o.intIn("top_logprobs", 0, maxTopLogprobs); v != nil {
 		if !req.logprobs && *v > 0 {
 			o.fail(invalidValue("top_logprobs", "'top_logprobs' needs 'logprobs' set to true"))

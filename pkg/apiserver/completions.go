@@ -65,6 +65,9 @@ func (s *Server) parseCompletion(body []byte) (*completionRequest, *apiError) {
 	if e := req.checkMinMax(); e != nil {
 		return nil, e
 	}
+	// Nothing shows or ranks the tokens' log-probabilities: best_of ranks
+	// by them, logprobs shows them.
+	req.params.NoLogProb = req.logprobs < 0 && req.bestOf == req.n
 	normalize(&req.params)
 	raw, ok := o.raw("prompt")
 	if !ok {

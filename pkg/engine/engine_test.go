@@ -642,3 +642,37 @@ func TestPromptCacheLenOnOutputs(t *testing.T) {
 		})
 	}
 }
+
+// TestNoLogProb: a greedy request with Params.NoLogProb gets the same
+// tokens with log-probability 0 (not computed), batched beside a request
+// that gets its log-probabilities; a sampled one keeps them.
+func TestNoLogProb(t *testing.T) {
+	e := newEngine(t, enginetest.NewFakeModel(100, 512), engine.Options{})
+	p := prompt(5, 12)
+	skip, sampled := greedy(6), seeded(6, 9)
+	skip.NoLogProb, sampled.NoLogProb = true, true
+	for id, params := range map[uint64]sampler.Params{1: greedy(6), 2: skip, 3: sampled} {
+		if err := e.Add(engine.Request{ID: id, Prompt: p, Params: params}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	toks, lps := map[uint64][]int32{}, map[uint64][]float32{}
+	for e.HasWork() {
+		outs, err := e.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			toks[o.ID] = append(toks[o.ID], o.Token)
+			lps[o.ID] = append(lps[o.ID], o.LogProb)
+		}
+	}
+	if !slices.Equal(toks[1], toks[2]) || len(toks[1]) != 6 {
+		t.Fatalf("tokens with log-probabilities %v, without %v", toks[1], toks[2])
+	}
+	for i := range lps[1] {
+		if lps[1][i] >= 0 || lps[2][i] != 0 || lps[3][i] >= 0 {
+			t.Fatalf("token %d: log-probabilities %v (computed), %v (skipped), %v (sampled, kept)", i, lps[1][i], lps[2][i], lps[3][i])
+		}
+	}
+}

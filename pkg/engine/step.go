@@ -204,7 +204,7 @@ func (e *Engine) collect() error {
 			continue
 		}
 		in := sampler.Input{Params: &r.params, Seed: r.seed, Prompt: r.tokens[:r.promptLen],
-			Generated: r.generated(), EOS: e.cfg.EOS, SkipLogProb: e.opts.SkipLogProbs}
+			Generated: r.generated(), EOS: e.cfg.EOS, SkipLogProb: e.opts.SkipLogProbs || r.params.NoLogProb}
 		res, err := e.sampler.Sample(row, &in)
 		if err != nil {
 			return fmt.Errorf("engine: request %d: %w", r.id, err)

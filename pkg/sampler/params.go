@@ -81,6 +81,11 @@ type Params struct {
 	SpacesBetweenSpecialTokens bool
 	// DisablePromptCache: the request neither reuses nor leaves prompt-cache KV (engine).
 	DisablePromptCache bool
+	// NoLogProb: the client shows no log-probability of the drawn tokens
+	// and nothing ranks by them, so a greedy draw skips computing it (an
+	// exp pass over the vocabulary per token; engine). The native API
+	// always reports them, and never sets it.
+	NoLogProb bool
 }
 
 // Limits on the id lists, as LightLLM's (LIGHTLLM_MAX_STOP_SEQUENCES and logit_bias).

@@ -168,7 +168,7 @@ func pieceEvent(q seqSlot, st *seqState, seq int, p shm.TextPiece) (apiserver.Ev
 		ev.TokenID = outs[p.SrcIndex]
 		st.tokens++
 		st.next = p.SrcIndex + 1
-		if lp, err := s.OutputLogprob(p.SrcIndex); err == nil {
+		if lp, err := s.OutputLogprob(p.SrcIndex); err == nil && s.Flags.Load()&shm.FlagNoLogProb == 0 {
 			ev.Logprob, ev.HasLogprob = lp, true
 		}
 		st.top.attach(&ev, p.SrcIndex)
