@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/gpu"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/shm"
@@ -80,25 +81,19 @@ func ShmRoles(r *shm.Region, roles []string) func(context.Context) ([]RoleInfo, 
 }
 
 // ShmLoops reads the loop heartbeats of router, infer and detokenizer from
-// their shm records (each stores the time on every turn of its loop). A
-// role that has not started (no pid) is left out.
+// their shm records (each stores the time on every turn of its loop), as
+// ShmRoles reads them: a role that has not started is left out, and one
+// whose loop has not turned since it started has no LastTurn.
 func ShmLoops(r *shm.Region) func() ([]LoopBeat, error) {
+	roles := ShmRoles(r, []string{config.RoleRouter, config.RoleInfer, config.RoleDetokenizer})
 	return func() ([]LoopBeat, error) {
-		var out []LoopBeat
-		for _, role := range []shm.Role{shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
-			rs, err := r.Role(role)
-			if err != nil {
-				return nil, err
-			}
-			pid := int(rs.Pid.Load())
-			if pid == 0 {
-				continue
-			}
-			b := LoopBeat{Role: role.String(), Alive: PidAlive(pid)}
-			if hb := rs.HeartbeatUnixNano.Load(); hb > 0 {
-				b.LastTurn = time.Unix(0, hb)
-			}
-			out = append(out, b)
+		list, err := roles(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]LoopBeat, 0, len(list))
+		for _, ri := range list {
+			out = append(out, LoopBeat{Role: ri.Role, Alive: ri.Ready, LastTurn: ri.LastBeat})
 		}
 		return out, nil
 	}
