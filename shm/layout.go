@@ -27,7 +27,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 5
+	LayoutVersion uint32 = 6
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -226,7 +226,8 @@ type RoleState struct {
 //	232    4    DecayFactor (f32)     apiserver                      infer (its factor; 0 or 1: off)
 //	236    4    ExtrasLen             apiserver                      infer, detokenizer (bytes of extras; 0: none)
 //	240    8    ExtrasOff             apiserver                      infer, detokenizer (offset in the extras pool)
-//	248    8    (reserved, zero)
+//	248    4    EmbedLen              infer                          apiserver (floats of an embedding in the logprob array)
+//	252    4    (reserved, zero)
 //	256    256  StopTokenIDs[64]      apiserver                      infer
 type Req struct {
 	StateGen          atomic.Uint64
@@ -274,7 +275,8 @@ type Req struct {
 	DecayFactor       atomic.Uint32
 	ExtrasLen         atomic.Uint32
 	ExtrasOff         atomic.Uint64
-	_                 [8]byte
+	EmbedLen          atomic.Uint32
+	_                 [4]byte
 	StopTokenIDs      [MaxStopTokenIDs]atomic.Int32
 }
 

@@ -93,7 +93,7 @@ func flagBits(p *sampler.Params) []struct {
 		bit uint32
 	}{{&p.IgnoreEOS, FlagIgnoreEOS}, {&p.DoSample, FlagDoSample}, {&p.SkipSpecialTokens, FlagSkipSpecialTokens},
 		{&p.SpacesBetweenSpecialTokens, FlagSpacesBetweenSpecialTokens}, {&p.InputPenalty, FlagInputPenalty},
-		{&p.DisablePromptCache, FlagDisablePromptCache}, {&p.NoLogProb, FlagNoLogProb}}
+		{&p.DisablePromptCache, FlagDisablePromptCache}, {&p.NoLogProb, FlagNoLogProb}, {&p.Embed, FlagEmbed}}
 }
 
 // Params reads the parameters back, as Fill stored them.

@@ -73,6 +73,10 @@ const (
 	FlagInputPenalty
 	FlagDisablePromptCache
 	FlagNoLogProb
+	// FlagEmbed: the request computes an embedding of its prompt (the
+	// pooled final hidden state, in the logprob array, EmbedLen floats)
+	// and generates no token.
+	FlagEmbed
 )
 
 // Req.RouterMarks bits: the commands the router already wrote for this

@@ -129,6 +129,11 @@ type Config struct {
 	// KV usage, prompt and generation tokens/s, prefix-cache hit rate) this
 	// often while there is activity; 0 turns it off.
 	StatsInterval Duration `json:"stats_interval"`
+	// Pooling is how /v1/embeddings pools the final hidden states: auto
+	// (the model's sentence-transformers or GGUF pooling config; a model
+	// without one serves no embeddings), or last, mean or cls for any
+	// model (EmbeddingSpec).
+	Pooling string `json:"pooling"`
 
 	// MetricsVLLMCompat also serves the live gauges under vLLM's names
 	// (vllm:num_requests_waiting, ...) on the API port's /metrics, which the
@@ -194,6 +199,7 @@ func DefaultConfig() Config {
 		// killing the server, so detecting faults sooner is cheap.
 		HealthInterval:    Duration(10 * time.Second),
 		StatsInterval:     Duration(10 * time.Second),  // vLLM's log_stats interval
+		Pooling:           PoolingAuto,
 		HealthTimeout:     Duration(200 * time.Second), // LightLLM HEALTH_TIMEOUT
 		HealthFailures:    3,                           // LightLLM's threshold
 		HeartbeatInterval: Duration(time.Second),

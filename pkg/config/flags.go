@@ -75,6 +75,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&c.ReasoningParser, "reasoning_parser", c.ReasoningParser, "reasoning parser: qwen3, deepseek-r1, none (default: qwen3 when the chat template renders <think> blocks)")
 	fs.BoolVar(&c.MetricsVLLMCompat, "metrics_vllm_compat", c.MetricsVLLMCompat, "also serve the live gauges under vLLM's names (vllm:num_requests_waiting, ...) on the API port's /metrics")
 	fs.Var(&c.HealthInterval, "health_interval", "health role probe interval")
+	fs.StringVar(&c.Pooling, "pooling", c.Pooling, "/v1/embeddings pooling: auto (the model's modules.json / 1_Pooling or GGUF pooling_type; none: not served), last, mean or cls (any model)")
 	fs.Var(&c.StatsInterval, "stats_interval", "infer logs a stats line (running, waiting, KV usage %, prompt/generation tokens/s, prefix-cache hit rate) this often while there is activity (0 = off)")
 	fs.Var(&c.HealthTimeout, "health_timeout", "no progress for this long while busy = unhealthy")
 	fs.IntVar(&c.HealthFailures, "health_failures", c.HealthFailures, "failed checks before health asks for a restart")

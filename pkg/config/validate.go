@@ -153,6 +153,11 @@ func (c *Config) validateStatic() error {
 			add("%s must be > 0, got %s", d.name, d.v)
 		}
 	}
+	switch c.Pooling {
+	case PoolingAuto, PoolingLast, PoolingMean, PoolingCLS, "":
+	default:
+		add("pooling %q: want auto, last, mean or cls", c.Pooling)
+	}
 	if c.StatsInterval < 0 {
 		add("stats_interval must be >= 0 (0 = off), got %s", c.StatsInterval)
 	}

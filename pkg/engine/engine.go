@@ -54,7 +54,9 @@ type Options struct {
 	// of exp over the vocabulary per token (the CLI and benchmarks need no
 	// log-probabilities; the server reports them).
 	SkipLogProbs bool
-	Logger       zerolog.Logger
+	// Embed configures embedding requests (embed.go); zero refuses them.
+	Embed  EmbedOptions
+	Logger zerolog.Logger
 }
 
 // Engine runs requests over one model and one KV pool. It is not safe for
@@ -213,7 +215,15 @@ func (e *Engine) Add(r Request) error {
 		}
 	}
 	total := len(r.Prompt) + len(r.AlreadyGenerated)
-	if total >= e.opts.MaxReqTotalLen {
+	if r.Params.Embed {
+		if err := e.checkEmbed(r.ID); err != nil {
+			return err
+		}
+		if len(r.AlreadyGenerated) > 0 || total > e.opts.MaxReqTotalLen {
+			return fmt.Errorf("%w: embedding request %d has %d prompt and %d generated tokens (max_req_total_len %d)",
+				ErrTooLong, r.ID, len(r.Prompt), len(r.AlreadyGenerated), e.opts.MaxReqTotalLen)
+		}
+	} else if total >= e.opts.MaxReqTotalLen {
 		return fmt.Errorf("%w: request %d has %d tokens, max_req_total_len %d leaves no room to generate",
 			ErrTooLong, r.ID, total, e.opts.MaxReqTotalLen)
 	}
@@ -223,7 +233,7 @@ func (e *Engine) Add(r Request) error {
 		promptLen: len(r.Prompt),
 		maxNew:    min(r.Params.MaxNewTokens, e.opts.MaxReqTotalLen-len(r.Prompt)),
 		state:     StateWaiting,
-		noCache:   r.Params.DisablePromptCache,
+		noCache:   r.Params.DisablePromptCache || r.Params.Embed,
 		cacheLen:  -1,
 		newProc:   r.NewProcessor,
 	}

@@ -110,6 +110,9 @@ type Output struct {
 	// token because a request that finishes in the step that admitted it is
 	// gone before Info could be asked.
 	PromptCacheLen int
+	// Embedding is an embedding request's pooled vector, on its one
+	// Output (Token -1, Finished, FinishStop); the Output's own.
+	Embedding []float32
 }
 
 // State is where a request is in the engine.
@@ -168,6 +171,8 @@ type reqState struct {
 	// until built and after a pause (processor.go).
 	newProc func() (LogitsProcessor, error)
 	proc    LogitsProcessor
+	// pooled accumulates an embedding request's hidden states (embed.go).
+	pooled []float32
 }
 
 func (r *reqState) generated() []int32 { return r.tokens[r.promptLen:] }

@@ -151,8 +151,10 @@ func (e *Engine) addSeq(r *reqState, n, rowsUsed int) int {
 	for p := r.kvLen; p < r.kvLen+n; p++ {
 		b.Positions = append(b.Positions, int32(p))
 	}
-	want := r.kvLen+n == len(r.tokens)
-	b.Seqs = append(b.Seqs, Seq{Start: start, Len: n, Slots: r.slots[:r.kvLen+n], WantLogits: want})
+	want := r.kvLen+n == len(r.tokens) && !r.params.Embed
+	seq := Seq{Start: start, Len: n, Slots: r.slots[:r.kvLen+n], WantLogits: want}
+	e.hiddenFor(r, &seq, n)
+	b.Seqs = append(b.Seqs, seq)
 	e.batchReqs = append(e.batchReqs, r)
 	var row []float32
 	if want {
@@ -195,6 +197,11 @@ func (e *Engine) collect() error {
 		r := e.batchReqs[i]
 		e.computed(r, seq.Len)
 		r.kvLen += seq.Len
+		if r.params.Embed && r.kvLen == r.promptLen {
+			e.outs = append(e.outs, Output{ID: r.id, Token: -1, Finished: true, Reason: FinishStop, Embedding: e.embedding(r)})
+			e.finished = append(e.finished, r)
+			continue
+		}
 		if !seq.WantLogits {
 			continue
 		}

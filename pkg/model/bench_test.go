@@ -60,7 +60,7 @@ func BenchmarkPrefill(b *testing.B) {
 				pos[i], slots[i] = int32(i), int32(i)
 			}
 			out := [][]float32{make([]float32, m.Config().Vocab)}
-			batch := &Batch{Tokens: toks, Positions: pos, Seqs: []Seq{{0, P, slots, true}}}
+			batch := &Batch{Tokens: toks, Positions: pos, Seqs: []Seq{{Start: 0, Len: P, Slots: slots, WantLogits: true}}}
 			for b.Loop() {
 				if err := m.Forward(batch, kv, out); err != nil {
 					b.Fatal(err)
@@ -92,7 +92,7 @@ func BenchmarkDecode(b *testing.B) {
 					for i := range toks {
 						toks[i], pos[i] = int32(3+(s*31+i*7)%(m.Config().Vocab-3)), int32(i)
 					}
-					if err := m.Forward(&Batch{Tokens: toks, Positions: pos, Seqs: []Seq{{0, ctx, slots[s][:ctx], false}}}, kv, out[:1]); err != nil {
+					if err := m.Forward(&Batch{Tokens: toks, Positions: pos, Seqs: []Seq{{Start: 0, Len: ctx, Slots: slots[s][:ctx], WantLogits: false}}}, kv, out[:1]); err != nil {
 						b.Fatal(err)
 					}
 				}

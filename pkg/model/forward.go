@@ -23,7 +23,23 @@ type Seq struct {
 	// written to Slots[pos]; attention reads Slots[0..pos].
 	Slots      []int32
 	WantLogits bool // logits for the last new token
+	// Hidden, when set (len >= Hidden size), receives final hidden states
+	// (after the final norm, before the output head) for embeddings, as
+	// HiddenMode says; a sequence may want them without logits.
+	Hidden     []float32
+	HiddenMode HiddenMode
 }
+
+// HiddenMode says which final hidden states of a sequence's new tokens
+// Forward writes to Seq.Hidden: what one prefill chunk contributes to a
+// pooled embedding (pkg/engine pools over the chunks of a prompt).
+type HiddenMode uint8
+
+const (
+	HiddenLast  HiddenMode = iota // the last new token's (last-token pooling)
+	HiddenSum                     // added over the new tokens (mean pooling: the caller divides)
+	HiddenFirst                   // the first new token's (CLS pooling, on the chunk at position 0)
+)
 
 // scratch holds every activation buffer of a forward pass. Buffers grow to
 // the largest batch seen and are then reused, so steady-state steps do not
@@ -111,6 +127,9 @@ func (m *Model) validate(b *Batch, kv *KV, logits [][]float32) (nOut int, err er
 			if sl < 0 || int(sl) >= kv.slots {
 				return 0, fmt.Errorf("forward: seq %d: slot %d outside the KV store (%d slots)", i, sl, kv.slots)
 			}
+		}
+		if sq.Hidden != nil && (len(sq.Hidden) < m.cfg.Hidden || sq.HiddenMode > HiddenFirst) {
+			return 0, fmt.Errorf("forward: seq %d: hidden buffer of %d for hidden size %d (mode %d)", i, len(sq.Hidden), m.cfg.Hidden, sq.HiddenMode)
 		}
 		if sq.WantLogits {
 			if i >= len(logits) || len(logits[i]) < m.cfg.Vocab {
@@ -284,6 +303,10 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	xn := s.xn[:R*H]
 	rmsNormRows(xn, s.x[:R*H], m.outNorm, c.RMSEps)
 	m.tr("result_norm", -1, xn)
+	xn, R = m.hiddenRows(b, rows, xn)
+	if R == 0 {
+		return nil
+	}
 	out := s.logits[:R*c.Vocab]
 	if err := m.ctx.MatMulGGML(xn, R, nil, tensor.Out{W: m.output, Y: out}); err != nil {
 		return err
@@ -310,16 +333,65 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 	return nil
 }
 
-// outputRows lists the last token of each sequence that wants logits,
-// reusing the rows buffer (its entries are only read in increasing order).
+// outputRows lists, in increasing order, the tokens whose final hidden
+// state is needed: the last token of each sequence that wants logits or
+// its last hidden state, every token of one that sums them, the first of
+// one that wants the first. It reuses the rows buffer (its entries are
+// only read in increasing order).
 func (m *Model) outputRows(b *Batch) []int32 {
 	rows := m.s.rows[:0]
 	for _, sq := range b.Seqs {
-		if sq.WantLogits {
-			rows = append(rows, int32(sq.Start+sq.Len-1))
+		end, hid := sq.Start+sq.Len-1, sq.Hidden != nil
+		switch {
+		case hid && sq.HiddenMode == HiddenSum:
+			for t := sq.Start; t <= end; t++ {
+				rows = append(rows, int32(t))
+			}
+		case hid && sq.HiddenMode == HiddenFirst:
+			rows = append(rows, int32(sq.Start))
+			if sq.WantLogits && end != sq.Start {
+				rows = append(rows, int32(end))
+			}
+		case hid || sq.WantLogits:
+			rows = append(rows, int32(end))
 		}
 	}
 	return rows
+}
+
+// ForwardsHidden reports that Forward honours Seq.Hidden (the engine
+// refuses embedding requests on a model that does not).
+func (m *Model) ForwardsHidden() bool { return true }
+
+// hiddenRows hands the final-norm rows xn (one per entry of rows) to the
+// sequences that want hidden states, and returns the rows that go on to
+// the output head — those of sequences wanting logits, in order, moved to
+// the front of xn when others are interleaved — and their count.
+func (m *Model) hiddenRows(b *Batch, rows []int32, xn []float32) ([]float32, int) {
+	H := m.cfg.Hidden
+	keep, j := 0, 0
+	for _, sq := range b.Seqs {
+		for j < len(rows) && int(rows[j]) < sq.Start+sq.Len {
+			t, row := int(rows[j]), xn[j*H:(j+1)*H]
+			if sq.Hidden != nil {
+				switch {
+				case sq.HiddenMode == HiddenSum:
+					addInPlace(sq.Hidden[:H], row)
+				case sq.HiddenMode == HiddenFirst && t == sq.Start,
+					sq.HiddenMode == HiddenLast && t == sq.Start+sq.Len-1:
+					copy(sq.Hidden[:H], row)
+				}
+			}
+			if sq.WantLogits && t == sq.Start+sq.Len-1 {
+				if keep != j {
+					copy(xn[keep*H:(keep+1)*H], row)
+				}
+				keep++
+			}
+			j++
+		}
+	}
+	return xn[:keep*H], keep
 }
 
 func (m *Model) storeKV(b *Batch, kv *KV, layer int, k, v []float32) {

@@ -187,10 +187,10 @@ func checkBatched(t *testing.T, m *Model) {
 		}
 		n := len(s) - 1
 		out := [][]float32{make([]float32, V)}
-		if err := m.Forward(&Batch{Tokens: s[:n], Positions: pos[:n], Seqs: []Seq{{0, n, slots[:n], false}}}, kv, out); err != nil {
+		if err := m.Forward(&Batch{Tokens: s[:n], Positions: pos[:n], Seqs: []Seq{{Start: 0, Len: n, Slots: slots[:n], WantLogits: false}}}, kv, out); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Forward(&Batch{Tokens: s[n:], Positions: pos[n:], Seqs: []Seq{{0, 1, slots, true}}}, kv, out); err != nil {
+		if err := m.Forward(&Batch{Tokens: s[n:], Positions: pos[n:], Seqs: []Seq{{Start: 0, Len: 1, Slots: slots, WantLogits: true}}}, kv, out); err != nil {
 			t.Fatal(err)
 		}
 		want[i] = out[0]
@@ -255,9 +255,9 @@ func TestForwardNoAllocs(t *testing.T) {
 		slots[i] = int32(i)
 	}
 	out := [][]float32{make([]float32, m.Config().Vocab), make([]float32, m.Config().Vocab)}
-	b := &Batch{Tokens: []int32{5, 6}, Positions: []int32{10, 10}, Seqs: []Seq{{0, 1, slots[:11], true}, {1, 1, slots[:11], true}}}
+	b := &Batch{Tokens: []int32{5, 6}, Positions: []int32{10, 10}, Seqs: []Seq{{Start: 0, Len: 1, Slots: slots[:11], WantLogits: true}, {Start: 1, Len: 1, Slots: slots[:11], WantLogits: true}}}
 	// Warm up the scratch buffers with a larger prefill.
-	prefill := &Batch{Tokens: make([]int32, 11), Positions: make([]int32, 11), Seqs: []Seq{{0, 11, slots[:11], true}}}
+	prefill := &Batch{Tokens: make([]int32, 11), Positions: make([]int32, 11), Seqs: []Seq{{Start: 0, Len: 11, Slots: slots[:11], WantLogits: true}}}
 	for i := range prefill.Positions {
 		prefill.Positions[i] = int32(i)
 	}
@@ -382,12 +382,12 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 		b    Batch
 		out  [][]float32
 	}{
-		{"positions", Batch{Tokens: []int32{1}, Positions: nil, Seqs: []Seq{{0, 1, []int32{0}, true}}}, out},
-		{"token id", Batch{Tokens: []int32{300}, Positions: []int32{0}, Seqs: []Seq{{0, 1, []int32{0}, true}}}, out},
-		{"slot range", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{0, 1, []int32{4}, true}}}, out},
-		{"slots length", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{0, 1, []int32{0, 1}, true}}}, out},
-		{"uncovered", Batch{Tokens: []int32{1, 2}, Positions: []int32{0, 1}, Seqs: []Seq{{0, 1, []int32{0}, true}}}, out},
-		{"no logits buffer", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{0, 1, []int32{0}, true}}}, nil},
+		{"positions", Batch{Tokens: []int32{1}, Positions: nil, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{0}, WantLogits: true}}}, out},
+		{"token id", Batch{Tokens: []int32{300}, Positions: []int32{0}, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{0}, WantLogits: true}}}, out},
+		{"slot range", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{4}, WantLogits: true}}}, out},
+		{"slots length", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{0, 1}, WantLogits: true}}}, out},
+		{"uncovered", Batch{Tokens: []int32{1, 2}, Positions: []int32{0, 1}, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{0}, WantLogits: true}}}, out},
+		{"no logits buffer", Batch{Tokens: []int32{1}, Positions: []int32{0}, Seqs: []Seq{{Start: 0, Len: 1, Slots: []int32{0}, WantLogits: true}}}, nil},
 	}
 	for _, c := range cases {
 		if err := m.Forward(&c.b, kv, c.out); err == nil {

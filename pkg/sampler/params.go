@@ -86,6 +86,10 @@ type Params struct {
 	// exp pass over the vocabulary per token; engine). The native API
 	// always reports them, and never sets it.
 	NoLogProb bool
+	// Embed: the request asks for an embedding of its prompt, not tokens:
+	// the engine prefills it, pools its final hidden states and finishes
+	// it without sampling (the sampler never sees it).
+	Embed bool
 }
 
 // Limits on the id lists, as LightLLM's (LIGHTLLM_MAX_STOP_SEQUENCES and logit_bias).
