@@ -40,12 +40,19 @@ var ErrNoEmbeddings = errors.New("engine: embeddings are not served")
 // hiddenForwarder is a Forwarder that honours model.Seq.Hidden.
 type hiddenForwarder interface{ ForwardsHidden() bool }
 
+// ForwardsHidden reports whether f writes Seq.Hidden (a wrapper of a
+// Forwarder passes its model's answer on with it).
+func ForwardsHidden(f Forwarder) bool {
+	h, ok := f.(hiddenForwarder)
+	return ok && h.ForwardsHidden()
+}
+
 // checkEmbed refuses an embedding request the engine cannot serve.
 func (e *Engine) checkEmbed(id uint64) error {
 	if e.opts.Embed.Pool == PoolNone {
 		return fmt.Errorf("%w (request %d): no pooling configured", ErrNoEmbeddings, id)
 	}
-	if h, ok := e.m.(hiddenForwarder); !ok || !h.ForwardsHidden() {
+	if !ForwardsHidden(e.m) {
 		return fmt.Errorf("%w (request %d): this model backend does not return hidden states", ErrNoEmbeddings, id)
 	}
 	return nil

@@ -67,7 +67,14 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	if len(cfg.EosID) > 0 {
 		fwd = eosOverride{Forwarder: fwd, eos: eosIDs(cfg.EosID)}
 	}
+	embed, err := embedOptions(cfg)
+	if err != nil {
+		// The apiserver refuses /v1/embeddings with the same error;
+		// generation is unaffected.
+		log.Warn().Err(err).Msg("embeddings are not served")
+	}
 	eng, err := engine.New(fwd, engine.Options{
+		Embed:              embed,
 		MaxTotalTokens:     cfg.MaxTotalTokenNum,
 		BatchMaxTokens:     cfg.BatchMaxTokens,
 		ChunkedPrefillSize: cfg.ChunkedPrefillSize,
@@ -85,6 +92,25 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")
 	return eng, closeFn, nil
+}
+
+// embedOptions is the engine's pooling for embedding requests, from
+// --pooling and the model's files (config.EmbeddingSpec).
+func embedOptions(cfg *config.Config) (engine.EmbedOptions, error) {
+	spec, err := cfg.EmbeddingSpec()
+	if err != nil {
+		return engine.EmbedOptions{}, err
+	}
+	o := engine.EmbedOptions{Normalize: spec.Normalize}
+	switch spec.Pooling {
+	case config.PoolingLast:
+		o.Pool = engine.PoolLast
+	case config.PoolingMean:
+		o.Pool = engine.PoolMean
+	case config.PoolingCLS:
+		o.Pool = engine.PoolCLS
+	}
+	return o, nil
 }
 
 func eosIDs(ids []int) []int32 {

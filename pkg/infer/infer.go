@@ -482,6 +482,12 @@ func (w *Worker) collect(outs []engine.Output) {
 			status = shm.FinishStop
 		case l.aborting:
 			status = shm.FinishAborted
+		case o.Embedding != nil:
+			// Before the release that publishes it (embed.go in shm).
+			if err := s.SetEmbedding(o.Embedding); err != nil {
+				w.o.Log.Error().Err(err).Int("slot", s.Index).Msg("embedding does not fit the slot")
+				status = shm.FinishError
+			}
 		}
 		s.KVLen.Store(0)
 		s.IsPaused.Store(0)

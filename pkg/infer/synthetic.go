@@ -103,6 +103,9 @@ type eosOverride struct {
 // RowClass passes the wrapped model's rounding classes through.
 func (e eosOverride) RowClass(n, i int) int { return engine.RowClass(e.Forwarder, n, i) }
 
+// ForwardsHidden passes the wrapped model's hidden-state support through.
+func (e eosOverride) ForwardsHidden() bool { return engine.ForwardsHidden(e.Forwarder) }
+
 func (e eosOverride) Config() engine.ModelConfig {
 	c := e.Forwarder.Config()
 	c.EOS = e.eos

@@ -411,10 +411,17 @@ func (rr *role) entryFor(index int, gen uint32, want shm.State) (*tracked, error
 		}
 		return nil, err
 	}
-	return &tracked{slot: s, gen: gen, group: s.GroupID.Load(), req: &sched.Request{
+	flags := s.Flags.Load()
+	req := &sched.Request{
 		ID: requestID(index, gen), Group: s.GroupID.Load(), InputLen: int(s.PromptLen.Load()),
-		MaxNewTokens: int(s.MaxNewTokens.Load()), IgnoreEOS: s.Flags.Load()&shm.FlagIgnoreEOS != 0,
-	}}, nil
+		MaxNewTokens: int(s.MaxNewTokens.Load()), IgnoreEOS: flags&shm.FlagIgnoreEOS != 0,
+	}
+	if flags&shm.FlagEmbed != 0 {
+		// An embedding generates nothing (max_new_tokens 0 in the slot);
+		// the scheduler counts one token, known exactly.
+		req.Embed, req.IgnoreEOS, req.MaxNewTokens = true, true, 1
+	}
+	return &tracked{slot: s, gen: gen, group: s.GroupID.Load(), req: req}, nil
 }
 
 // submit queues one group of new entries; a group the scheduler refuses

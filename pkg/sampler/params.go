@@ -143,7 +143,7 @@ func (p *Params) Validate(vocab int) error {
 		return bad("frequency_penalty %v must be a finite number", p.FrequencyPenalty)
 	case p.Seed < -1:
 		return bad("seed %d must be >= 0, or -1 for a random seed", p.Seed)
-	case p.MaxNewTokens < 1:
+	case p.MaxNewTokens < 1 && !(p.Embed && p.MaxNewTokens == 0): // an embedding generates nothing
 		return bad("max_new_tokens %d must be >= 1", p.MaxNewTokens)
 	case p.MinNewTokens < 0 || p.MinNewTokens > p.MaxNewTokens:
 		return bad("min_new_tokens %d must be in [0, max_new_tokens=%d]", p.MinNewTokens, p.MaxNewTokens)

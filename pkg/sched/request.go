@@ -12,6 +12,10 @@ type Request struct {
 	InputLen     int
 	MaxNewTokens int
 	IgnoreEOS    bool
+	// Embed: an embedding request (it prefills and generates nothing);
+	// the router submits it with MaxNewTokens 1 and IgnoreEOS, and its
+	// output length does not feed the statistics.
+	Embed bool
 
 	// OutputLen is the number of tokens generated so far (shm_cur_output_len).
 	OutputLen int

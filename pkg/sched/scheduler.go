@@ -243,7 +243,7 @@ func (s *Scheduler) release(fin []Finished) {
 		delete(s.byID, r.ID)
 		s.stats.Finished++
 		s.loadDirty = true
-		if !f.Aborted && !r.aborted {
+		if !f.Aborted && !r.aborted && !r.Embed {
 			s.ema.Update(f.OutputLen)
 			s.pol.Observe(f.OutputLen)
 		}
