@@ -71,6 +71,9 @@ type Group struct {
 	// Constraint, when set, restricts every sequence's answer to a
 	// grammar (structured output, constrained tool calls).
 	Constraint *Constraint
+	// Params.Embed asks for an embedding of the prompt instead of tokens
+	// (N 1, MaxNewTokens 0): the one event is a token-less finish carrying
+	// Event.Embedding.
 }
 
 // SeqSeed is the seed sequence i samples with: Seed+i, so that n > 1 with a
@@ -181,6 +184,8 @@ type Event struct {
 	StopStr string
 	// Err explains FinishError.
 	Err string
+	// Embedding is an embedding request's vector, on its finish event.
+	Embedding []float32
 }
 
 // TokenLogprob is one alternative token.

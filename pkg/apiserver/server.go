@@ -157,6 +157,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Web feeds the built-in chat and status pages (webpage.go).
 	Web WebOptions
+	// Embeddings configures /v1/embeddings (embeddings.go); the zero value
+	// answers it 400 naming why.
+	Embeddings EmbeddingOptions
 }
 
 // Server is the HTTP front end.

@@ -18,6 +18,7 @@ func (s *Server) extraRoutes(routes map[string]route) {
 	routes["/detokenize"] = route{http.MethodPost: s.handleDetokenize}
 	routes["/version"] = route{http.MethodGet: s.handleVersion}
 	routes["/v1/responses"] = route{http.MethodPost: s.generation(s.handleResponses)}
+	routes["/v1/embeddings"] = route{http.MethodPost: s.generation(s.handleEmbeddings)}
 }
 
 var (

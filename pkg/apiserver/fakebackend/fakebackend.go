@@ -34,6 +34,9 @@ type Options struct {
 	// Capacity bounds the sequences in flight; past it Submit returns
 	// ErrOverloaded. 0: no bound.
 	Capacity int
+	// EmbedDim is the length of the vectors embedding requests get (a
+	// deterministic function of the prompt); 0 refuses them.
+	EmbedDim int
 }
 
 // GreedyReply is what DefaultReply generates for greedy requests: the
@@ -184,7 +187,8 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	if !b.ready.Load() {
 		return nil, apiserver.ErrNotReady
 	}
-	if g.N < 1 || g.N > apiserver.MaxBestOf || len(g.Prompt) == 0 || g.Params.MaxNewTokens < 1 {
+	if g.N < 1 || g.N > apiserver.MaxBestOf || len(g.Prompt) == 0 || (g.Params.MaxNewTokens < 1) != g.Params.Embed ||
+		(g.Params.Embed && (g.N != 1 || b.opts.EmbedDim <= 0)) {
 		return nil, errors.Join(apiserver.ErrInvalidRequest, errors.New("fakebackend: malformed group"))
 	}
 	b.mu.Lock()
@@ -203,6 +207,10 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 		cache = b.cacheLenLocked(g.Prompt)
 	}
 	b.mu.Unlock()
+	if g.Params.Embed {
+		go b.embed(gr)
+		return &apiserver.Stream{ID: id, Events: gr.events}, nil
+	}
 	go b.generate(gr, cache)
 	return &apiserver.Stream{ID: id, Events: gr.events}, nil
 }

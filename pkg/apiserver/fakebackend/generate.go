@@ -1,6 +1,7 @@
 package fakebackend
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -18,6 +19,35 @@ type seqRun struct {
 	dec      tokenizer.DecodeState
 	recent   []string // emitted pieces, for stop-string matching
 	finished bool
+}
+
+// embed answers an embedding request: one finish event whose vector
+// depends only on the prompt (a hash per dimension, L2-normalised), so
+// tests can tell prompts apart and see the same prompt embed alike.
+func (b *Backend) embed(gr *groupRun) {
+	defer b.finish(gr)
+	v := make([]float32, b.opts.EmbedDim)
+	var ss float64
+	for i := range v {
+		h := uint64(1469598103934665603) ^ uint64(i)
+		for _, t := range gr.g.Prompt {
+			h = (h ^ uint64(uint32(t))) * 1099511628211
+		}
+		v[i] = float32(int64(h%2001)-1000) / 1000
+		ss += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / math.Sqrt(max(ss, 1e-24)))
+	}
+	select {
+	case <-b.gateChan():
+	case <-gr.abort:
+		return
+	}
+	select {
+	case gr.events <- apiserver.Event{TokenID: -1, Finished: true, Reason: apiserver.FinishStop, Embedding: v}:
+	case <-gr.abort:
+	}
 }
 
 // generate runs a group round-robin, one token per sequence per step, as

@@ -264,8 +264,8 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if g.N < 1 || g.N > apiserver.MaxBestOf {
-		return nil, fmt.Errorf("%w: n=%d, want 1..%d", apiserver.ErrInvalidRequest, g.N, apiserver.MaxBestOf)
+	if g.N < 1 || g.N > apiserver.MaxBestOf || (g.Params.Embed && g.N != 1) {
+		return nil, fmt.Errorf("%w: n=%d, want 1..%d (1 for an embedding)", apiserver.ErrInvalidRequest, g.N, apiserver.MaxBestOf)
 	}
 	var constraint []byte
 	if g.Constraint != nil {

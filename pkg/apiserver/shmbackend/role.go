@@ -85,6 +85,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		ServerInfo:        &info,
 		Observer:          Observer{C: mc},
 		Web:               webOptions(ctl, metrics.ShmLoadFunc(region.Load())),
+		Embeddings:        embeddingOptions(cfg),
 	}, b, tok, log)
 	if err != nil {
 		return err
@@ -102,6 +103,26 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	return ctx.Err()
+}
+
+// embeddingOptions decide whether /v1/embeddings is served, from the same
+// resolution of --pooling against the model's files that infer makes
+// (config.EmbeddingSpec), and otherwise say why for the 400.
+func embeddingOptions(cfg *config.Config) apiserver.EmbeddingOptions {
+	spec, err := cfg.EmbeddingSpec()
+	switch {
+	case err != nil:
+		return apiserver.EmbeddingOptions{Unavailable: "embeddings are not served: " + err.Error()}
+	case spec.Pooling == config.PoolingNone:
+		return apiserver.EmbeddingOptions{Unavailable: "this model is not an embedding model (" + spec.Source +
+			"); start the server with --pooling last, mean or cls to embed with it"}
+	case cfg.Backend != config.BackendCPU:
+		return apiserver.EmbeddingOptions{Unavailable: "embeddings are not served by the " + cfg.Backend + " backend (it returns no hidden states)"}
+	case spec.Dim > cfg.MaxReqTotalLen:
+		return apiserver.EmbeddingOptions{Unavailable: fmt.Sprintf("the model's %d-dimensional embeddings do not fit a request slot "+
+			"(max_req_total_len %d floats); start the server with --max_req_total_len %d or more", spec.Dim, cfg.MaxReqTotalLen, spec.Dim)}
+	}
+	return apiserver.EmbeddingOptions{Dim: spec.Dim}
 }
 
 // listen takes the API socket the supervisor handed over (EnvListenFD),

@@ -178,6 +178,14 @@ func pieceEvent(q seqSlot, st *seqState, seq int, p shm.TextPiece) (apiserver.Ev
 		st.done = true
 		ev.Finished = true
 		ev.Reason = finishReason(s)
+		if s.Flags.Load()&shm.FlagEmbed != 0 && ev.Reason != apiserver.FinishAbort && ev.Reason != apiserver.FinishError {
+			// Stored by infer before the release the final piece follows.
+			if v, err := s.Embedding(); err == nil {
+				ev.Embedding = v
+			} else {
+				ev.Reason, ev.Err = apiserver.FinishError, err.Error()
+			}
+		}
 	}
 	return ev, true
 }
