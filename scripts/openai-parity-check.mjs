@@ -10,7 +10,8 @@
 //   OPENAI_NODE_DIR=~/.cache/lightllm-test/openai node scripts/openai-parity-check.mjs \
 //     --base-url http://127.0.0.1:8000/v1 --models a,b [--api-key KEY] [--origin http://ui.example]
 // --chat: the model has a chat template (checks /v1/responses and chat
-// /tokenize). --models: the server's --served_model_name list, in order. --api-key: the
+// /tokenize). --embed-dim N: the server embeds (--pooling) with N dimensions
+// (checks embeddings.create, float and base64). --models: the server's --served_model_name list, in order. --api-key: the
 // server's key (then unauthenticated calls must fail with 401). --origin: an
 // origin in the server's --allowed_origins. Exit status 0 when every check
 // passed; each check prints "ok" or "FAIL".
@@ -30,6 +31,7 @@ const models = opt('--models', '').split(',').filter(Boolean);
 const apiKey = opt('--api-key', '');
 const origin = opt('--origin', '');
 const withChat = args.includes('--chat');
+const embedDim = Number(opt('--embed-dim', '0'));
 
 async function loadOpenAI() {
   const dir = process.env.OPENAI_NODE_DIR;
@@ -215,6 +217,32 @@ await check("vLLM's /tokenize, /detokenize, /version", async () => {
   await expectError(() => rootClient.post('/detokenize', { body: { tokens: [1e9] } }), OpenAI.BadRequestError, 400, 'bad id');
   return `${t.count} tokens, version ${v.version}`;
 });
+
+if (embedDim > 0) {
+  await check('embeddings.create: float and base64 agree, usage, dimensions refused by name', async () => {
+    const input = ['Once upon a time', 'The cat sat on the mat.'];
+    const f = await client.embeddings.create({ model, input, encoding_format: 'float' });
+    assert(f.object === 'list' && f.data.length === 2 && f.data[1].index === 1, JSON.stringify(f).slice(0, 300));
+    const v = f.data.map((d) => d.embedding);
+    assert(v.every((e) => Array.isArray(e) && e.length === embedDim), `lengths ${v.map((e) => e.length)}`);
+    const norm = Math.hypot(...v[0]);
+    assert(Math.abs(norm - 1) < 1e-4, `norm ${norm}`);
+    assert(v[0].some((x, i) => x !== v[1][i]), 'two inputs, one vector');
+    assert(f.usage.prompt_tokens > 2 && f.usage.total_tokens === f.usage.prompt_tokens, JSON.stringify(f.usage));
+    const b = await client.embeddings.create({ model, input, encoding_format: 'base64' });
+    const raw = Buffer.from(b.data[0].embedding, 'base64');
+    const fromB64 = Array.from(new Float32Array(raw.buffer, raw.byteOffset, raw.length / 4));
+    assert(fromB64.length === embedDim && fromB64.every((x, i) => x === Math.fround(v[0][i])), 'base64 and float differ');
+    // Without encoding_format the client asks for base64 and decodes it itself.
+    const d = await client.embeddings.create({ model, input: input[0] });
+    assert(d.data[0].embedding.every((x, i) => x === Math.fround(v[0][i])), 'default encoding differs');
+    const err = await expectError(() => client.embeddings.create({ model, input: 'x', dimensions: embedDim + 1 }),
+      OpenAI.BadRequestError, 400, 'dimensions');
+    assert(err.param === 'dimensions', `param ${err.param}`);
+    await expectError(() => client.embeddings.create({ model, input: '' }), OpenAI.BadRequestError, 400, 'empty input');
+    return `${embedDim} dimensions, ${f.usage.prompt_tokens} tokens`;
+  });
+}
 
 if (withChat) {
   await check('responses.create, streamed and not', async () => {

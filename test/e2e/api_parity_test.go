@@ -31,8 +31,9 @@ func TestAPIParity(t *testing.T) {
 	}
 	s := launch(t, bin, filepath.Join(models, "stories260K", "hf"),
 		"--served_model_name", "stories,story-alias", "--api_key", key, "--allowed_origins", origin,
-		"--health_interval", "200ms", "--chat_template", tmpl, "--stats_interval", "1s")
-	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin, "--chat")
+		"--health_interval", "200ms", "--chat_template", tmpl, "--stats_interval", "1s", "--pooling", "last")
+	runNodeCheck(t, "openai-parity-check.mjs", s.base, "--models", "stories,story-alias", "--api-key", key, "--origin", origin, "--chat",
+		"--embed-dim", "64")
 	t.Run("ollama client", func(t *testing.T) {
 		runNodeScript(t, "ollama-client-check.mjs", []string{envOllamaNodeDir + "=" + ollamaNodeDir(t)},
 			"--host", s.base, "--models", "stories,story-alias", "--api-key", key, "--chat")
