@@ -198,7 +198,7 @@ func DefaultConfig() Config {
 		// LightLLM probes every 88 s; we restart single roles instead of
 		// killing the server, so detecting faults sooner is cheap.
 		HealthInterval:    Duration(10 * time.Second),
-		StatsInterval:     Duration(10 * time.Second),  // vLLM's log_stats interval
+		StatsInterval:     Duration(10 * time.Second), // vLLM's log_stats interval
 		Pooling:           PoolingAuto,
 		HealthTimeout:     Duration(200 * time.Second), // LightLLM HEALTH_TIMEOUT
 		HealthFailures:    3,                           // LightLLM's threshold
