@@ -269,6 +269,12 @@ func (a *ActQ8K) fillS() {
 // of largest magnitude (the first such) maps to -127 or 127 by the scale
 // -127/max, values round to nearest even (ggml's nearest_int), d = 1/iscale.
 func quantizeActQ8K(x []float32, q []int8, d []float32, bsums []int16) {
+	if !quantizeActQ8KAsm(x, q, d, bsums) {
+		quantizeActQ8KGeneric(x, q, d, bsums)
+	}
+}
+
+func quantizeActQ8KGeneric(x []float32, q []int8, d []float32, bsums []int16) {
 	for b := 0; b < len(x)/QKK; b++ {
 		xb, qb := x[b*QKK:(b+1)*QKK], q[b*QKK:(b+1)*QKK]
 		var amax, mx float32

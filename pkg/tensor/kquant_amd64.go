@@ -9,13 +9,28 @@ func q4KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, gemm int) fl
 func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
 
 //go:noescape
-func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+func q6KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
 func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
 //go:noescape
 func q5KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+
+//go:noescape
+func quantizeActQ8KAVX2(x *float32, q *int8, d *float32, bsums *int16, nb int)
+
+// quantizeActQ8KAsm is quantizeActQ8KGeneric in assembly where the CPU
+// has AVX2 (false: not done).
+func quantizeActQ8KAsm(x []float32, q []int8, d []float32, bsums []int16) bool {
+	nb := len(x) / QKK
+	if !hasAVX2 || nb == 0 {
+		return false
+	}
+	_, _, _ = q[nb*QKK-1], d[nb-1], bsums[16*nb-1]
+	quantizeActQ8KAVX2(&x[0], &q[0], &d[0], &bsums[0], nb)
+	return true
+}
 
 // kArgs checks the lengths the kernels read and returns nb.
 func kArgs(w []byte, bb int, xq []int8, xd []float32, xbs []int16) int {
@@ -54,8 +69,22 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	if !hasAVX2 || len(xd) == 0 {
 		return dotQ6KGeneric(w, xq, xd, xbs)
 	}
+	var out float32
 	nb := kArgs(w, q6KBlockBytes, xq, xd, xbs)
-	return q6KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb)
+	q6KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
+	return out
+}
+
+// dotQ6KRows is dotQ6K on len(out) consecutive rows at w in one call (a
+// decode step's rows: no Go call per row).
+func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	nb := len(xd)
+	if !hasAVX2 || nb == 0 || len(out) == 0 {
+		dotQ6KRowsGeneric(w, xq, xd, xbs, out)
+		return
+	}
+	kArgs(w[(len(out)-1)*nb*q6KBlockBytes:], q6KBlockBytes, xq, xd, xbs)
+	q6KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, len(out), &out[0])
 }
 
 // dotQ6Kx4 is dotQ6K of one row against four consecutive tokens (xq, xd

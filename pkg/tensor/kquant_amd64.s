@@ -5,8 +5,8 @@
 
 #include "textflag.h"
 
-// kq4shuf: VPSHUFB masks broadcasting int16 scale i (of eight) to every
-// word. kq6shuf: masks giving int8 scale 2i to bytes 0-7 and 2i+1 to 8-15.
+// kq4shuf: VPSHUFB masks broadcasting int16 i (of eight) of each lane to
+// every word of that lane.
 DATA kq4shuf<>+0(SB)/8, $0x0100010001000100
 DATA kq4shuf<>+8(SB)/8, $0x0100010001000100
 DATA kq4shuf<>+16(SB)/8, $0x0100010001000100
@@ -40,23 +40,6 @@ DATA kq4shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA kq4shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA kq4shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL kq4shuf<>(SB), RODATA|NOPTR, $256
-DATA kq6shuf<>+0(SB)/8, $0x0000000000000000
-DATA kq6shuf<>+8(SB)/8, $0x0101010101010101
-DATA kq6shuf<>+16(SB)/8, $0x0202020202020202
-DATA kq6shuf<>+24(SB)/8, $0x0303030303030303
-DATA kq6shuf<>+32(SB)/8, $0x0404040404040404
-DATA kq6shuf<>+40(SB)/8, $0x0505050505050505
-DATA kq6shuf<>+48(SB)/8, $0x0606060606060606
-DATA kq6shuf<>+56(SB)/8, $0x0707070707070707
-DATA kq6shuf<>+64(SB)/8, $0x0808080808080808
-DATA kq6shuf<>+72(SB)/8, $0x0909090909090909
-DATA kq6shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA kq6shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA kq6shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA kq6shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
-DATA kq6shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
-DATA kq6shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL kq6shuf<>(SB), RODATA|NOPTR, $128
 DATA kqm4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA kqm4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA kqm4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -319,12 +302,12 @@ q5Kchunk:
 	RET
 
 // KQ6CHUNK: q8 products of one 32-value chunk Q (unsigned quants) at
-// OFF(DI), scaled by int8 scales IS and IS+1 (bytes of X0) per half.
+// OFF(DI), scaled by the int16 scales 2*IS and 2*IS+1 (word IS of the low
+// and the high lane of Y12) per half.
 #define KQ6CHUNK(Q, OFF, IS) \
-	VPMADDUBSW OFF(DI), Q, Q                \
-	VPSHUFB    kq6shuf<>+(16*(IS))(SB), X0, X11 \
-	VPMOVSXBW  X11, Y11                     \
-	VPMADDWD   Y11, Q, Q                    \
+	VPMADDUBSW OFF(DI), Q, Q                  \
+	VPSHUFB    kq4shuf<>+(32*(IS))(SB), Y12, Y11 \
+	VPMADDWD   Y11, Q, Q                      \
 	VPADDD     Q, Y3, Y3
 
 // KQ6HALF: the 128 values of half J (ql at 64J, qh at 128+32J).
@@ -354,15 +337,20 @@ q5Kchunk:
 	KQ6CHUNK(Y9, 128*J+64, 4*J+2)   \
 	KQ6CHUNK(Y10, 128*J+96, 4*J+3)
 
-// func q6KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
-// The AVX2 ggml_vec_dot_q6_K_q8_K.
-TEXT ·q6KDotAVX2(SB), NOSPLIT, $0-44
+// func q6KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+// The AVX2 ggml_vec_dot_q6_K_q8_K for rows consecutive rows (nb blocks
+// each) against one token: out[r] is row r.
+TEXT ·q6KRowsAVX2(SB), NOSPLIT, $0-56
 	MOVQ    w+0(FP), SI
+	MOVQ    rows+40(FP), R13
+	MOVQ    out+48(FP), R12
+	VMOVDQU kqm4<>(SB), Y15
+
+q6Krow:
 	MOVQ    xq+8(FP), DI
 	MOVQ    xd+16(FP), DX
 	MOVQ    xbs+24(FP), BX
 	MOVQ    nb+32(FP), CX
-	VMOVDQU kqm4<>(SB), Y15
 	VXORPS  Y14, Y14, Y14
 
 q6Kloop:
@@ -371,6 +359,8 @@ q6Kloop:
 	VMOVDQU   (BX), Y2
 	VPMADDWD  Y1, Y2, Y2
 	VPSLLD    $5, Y2, Y2
+	VPSHUFB   kq6eo<>(SB), X0, X0
+	VPMOVSXBW X0, Y12
 	VPXOR     Y3, Y3, Y3
 	KQ6HALF(0)
 	KQ6HALF(1)
@@ -387,7 +377,10 @@ q6Kloop:
 	DECQ         CX
 	JNZ          q6Kloop
 	HSUM8
-	VMOVSS       X0, ret+40(FP)
+	VMOVSS       X0, (R12)
+	ADDQ         $4, R12
+	DECQ         R13
+	JNZ          q6Krow
 	VZEROUPPER
 	RET
 
@@ -465,7 +458,7 @@ GLOBL kq6eo<>(SB), RODATA|NOPTR, $16
 // The AVX2 ggml_vec_dot_q6_K_q8_K of one row against four consecutive
 // tokens (token t's quants at xq + t*256*nb, scales at xd + t*nb, sums at
 // xbs + t*16*nb): each token's lanes hold the same integers, fused and
-// reduced in the same order, as q6KDotAVX2 on that token alone.
+// reduced in the same order, as q6KRowsAVX2 on that token alone.
 TEXT ·q6KDotx4AVX2(SB), NOSPLIT, $0-48
 	MOVQ    w+0(FP), SI
 	MOVQ    xq+8(FP), DI

@@ -151,6 +151,14 @@ func dotQ6KGeneric(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	return hsum8(&acc)
 }
 
+// dotQ6KRowsGeneric is dotQ6KGeneric on len(out) consecutive rows.
+func dotQ6KRowsGeneric(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	rb := len(xd) * q6KBlockBytes
+	for r := range out {
+		out[r] = dotQ6KGeneric(w[r*rb:(r+1)*rb], xq, xd, xbs)
+	}
+}
+
 // dotQ5Kx4Generic and dotQ6Kx4Generic are dotQ5KGeneric / dotQ6KGeneric
 // on each of four consecutive tokens.
 func dotQ5Kx4Generic(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
@@ -251,6 +259,11 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 			}
 		}
 		for ; t < m.T; t++ {
+			if w.Type == Q6_K {
+				xq, xd, xb := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.BSums[16*t*nb:16*(t+1)*nb]
+				dotQ6KRows(w.Data[b0*w.rowBytes:b1*w.rowBytes], xq, xd, xb, o.Y[t*nOut+b0:t*nOut+b1])
+				continue
+			}
 			for r := b0; r < b1; r++ {
 				o.Y[t*nOut+r] = dotK(w, w.Data[r*w.rowBytes:(r+1)*w.rowBytes], &m.xk, t, m.modes != nil && m.modes[t]&RowGemm4 != 0)
 			}

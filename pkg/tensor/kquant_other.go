@@ -25,3 +25,9 @@ func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 func dotQ5Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 	dotQ5Kx4Generic(w, xq, xd, xbs, out)
 }
+
+func quantizeActQ8KAsm(x []float32, q []int8, d []float32, bsums []int16) bool { return false }
+
+func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	dotQ6KRowsGeneric(w, xq, xd, xbs, out)
+}

@@ -74,14 +74,27 @@ func readKRef(t *testing.T) *kref {
 
 func bitsEqual(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
 
+// q8KQuantizers are the portable and (where it runs) assembly q8_K
+// activation quantizers.
+var q8KQuantizers = []struct {
+	name string
+	f    func(x []float32, q []int8, d []float32, bsums []int16)
+}{{"Go", quantizeActQ8KGeneric}, {"asm", quantizeActQ8K}}
+
 func TestQuantizeActQ8KMatchesGGML(t *testing.T) {
+	for _, k := range q8KQuantizers {
+		t.Run(k.name, func(t *testing.T) { testQuantizeActQ8K(t, k.f) })
+	}
+}
+
+func testQuantizeActQ8K(t *testing.T, quantize func(x []float32, q []int8, d []float32, bsums []int16)) {
 	r := readKRef(t)
 	nb := refC / QKK
 	q := make([]int8, refC)
 	d := make([]float32, nb)
 	bs := make([]int16, 16*nb)
 	for tok := 0; tok < refT; tok++ {
-		quantizeActQ8K(r.x[tok*refC:(tok+1)*refC], q, d, bs)
+		quantize(r.x[tok*refC:(tok+1)*refC], q, d, bs)
 		for b := 0; b < nb; b++ {
 			blk := r.q8k[(tok*nb+b)*292:]
 			if got, want := math.Float32bits(d[b]), binary.LittleEndian.Uint32(blk); got != want {
@@ -446,6 +459,16 @@ func TestKDotx4MatchesOneToken(t *testing.T) {
 				for tok := range want {
 					want[tok] = k.one(w, xk.Q[tok*nb*QKK:(tok+1)*nb*QKK], xk.D[tok*nb:(tok+1)*nb], xk.BSums[16*tok*nb:16*(tok+1)*nb])
 				}
+				if k.dt == Q6_K { // and the one-token rows kernel on 5 rows
+					rows := append(randKBlocks(rng, k.dt, 4*nb, trial == 0), w...)
+					got := make([]float32, 5)
+					dotQ6KRows(rows, xk.Q[:nb*QKK], xk.D[:nb], xk.BSums[:16*nb], got)
+					for r, v := range got {
+						if want := dotQ6KGeneric(rows[r*nb*q6KBlockBytes:(r+1)*nb*q6KBlockBytes], xk.Q, xk.D[:nb], xk.BSums); !bitsEqual(v, want) {
+							t.Fatalf("q6_K rows nb %d trial %d row %d: %v, portable %v", nb, trial, r, v, want)
+						}
+					}
+				}
 				for name, f := range map[string]kern{"asm": k.asm, "Go": k.port} {
 					var out [4]float32
 					f(w, xk.Q, xk.D, xk.BSums, &out)
@@ -456,6 +479,53 @@ func TestKDotx4MatchesOneToken(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestQuantizeActQ8KAsm: the assembly quantizer writes the portable one's
+// bytes on blocks with both signs of the largest magnitude (the first one
+// sets the sign), all-zero blocks, ties after scaling, tiny and huge values.
+func TestQuantizeActQ8KAsm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 6))
+	const nb = 12
+	x := make([]float32, nb*QKK)
+	for b := 0; b < nb; b++ {
+		blk := x[b*QKK : (b+1)*QKK]
+		scale := float32(math.Ldexp(1, rng.IntN(80)-40))
+		for i := range blk {
+			blk[i] = (rng.Float32()*2 - 1) * scale
+		}
+		switch b % 4 {
+		case 0: // both signs of the maximum, the negative one first
+			i, j := rng.IntN(QKK/2), QKK/2+rng.IntN(QKK/2)
+			blk[i], blk[j] = -2*scale, 2*scale
+		case 1:
+			clear(blk)
+		case 2: // multiples of max/254: products land on .5 ties
+			for i := range blk {
+				blk[i] = float32(rng.IntN(509)-254) * scale / 254
+			}
+			blk[rng.IntN(QKK)] = scale
+		}
+	}
+	want := [3]any{make([]int8, len(x)), make([]float32, nb), make([]int16, 16*nb)}
+	got := [3]any{make([]int8, len(x)), make([]float32, nb), make([]int16, 16*nb)}
+	quantizeActQ8KGeneric(x, want[0].([]int8), want[1].([]float32), want[2].([]int16))
+	quantizeActQ8K(x, got[0].([]int8), got[1].([]float32), got[2].([]int16))
+	for i, v := range got[0].([]int8) {
+		if w := want[0].([]int8)[i]; v != w {
+			t.Fatalf("value %d (block %d): %d, portable %d", i, i/QKK, v, w)
+		}
+	}
+	for b, v := range got[1].([]float32) {
+		if w := want[1].([]float32)[b]; !bitsEqual(v, w) {
+			t.Fatalf("block %d: d %v, portable %v", b, v, w)
+		}
+	}
+	for i, v := range got[2].([]int16) {
+		if w := want[2].([]int16)[i]; v != w {
+			t.Fatalf("sum %d (block %d): %d, portable %d", i, i/16, v, w)
 		}
 	}
 }
