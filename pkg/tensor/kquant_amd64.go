@@ -6,7 +6,7 @@ package tensor
 func q4KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, gemm int) float32
 
 //go:noescape
-func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
+func q5KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
 func q6KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
@@ -61,8 +61,10 @@ func dotQ5K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	if !hasAVX2 || len(xd) == 0 {
 		return dotQ5KGeneric(w, xq, xd, xbs)
 	}
+	var out float32
 	nb := kArgs(w, q5KBlockBytes, xq, xd, xbs)
-	return q5KDotAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb)
+	q5KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
+	return out
 }
 
 func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
@@ -75,12 +77,22 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	return out
 }
 
-// dotQ6KRows is dotQ6K on len(out) consecutive rows at w in one call (a
-// decode step's rows: no Go call per row).
+// dotQ5KRows and dotQ6KRows are dotQ5K / dotQ6K on len(out) consecutive
+// rows at w in one call (a decode step's rows: no Go call per row).
+func dotQ5KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	nb := len(xd)
+	if !hasAVX2 || nb == 0 || len(out) == 0 {
+		dotKRowsGeneric(dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
+		return
+	}
+	kArgs(w[(len(out)-1)*nb*q5KBlockBytes:], q5KBlockBytes, xq, xd, xbs)
+	q5KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, len(out), &out[0])
+}
+
 func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
 	nb := len(xd)
 	if !hasAVX2 || nb == 0 || len(out) == 0 {
-		dotQ6KRowsGeneric(w, xq, xd, xbs, out)
+		dotKRowsGeneric(dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
 		return
 	}
 	kArgs(w[(len(out)-1)*nb*q6KBlockBytes:], q6KBlockBytes, xq, xd, xbs)

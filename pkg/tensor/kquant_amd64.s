@@ -222,16 +222,47 @@ q4Knext:
 	VMOVSHDUP    X0, X1      \
 	VADDSS       X1, X0, X0
 
-// func q5KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int) float32
-// The AVX2 ggml_vec_dot_q5_K_q8_K.
-TEXT ·q5KDotAVX2(SB), NOSPLIT, $0-44
+// KQ5CHUNK(R): chunk R of a q5_K block (quants at 48+32R, high bits 2R
+// and 2R+1 of the qh bytes in Y11, shifted down as the chunks pass), its
+// scales words 2R / 2R+1 of Y1, into the lanes Y3.
+#define KQ5CHUNK(R) \
+	VMOVDQU    (48+32*(R))(SI), Y4            \
+	VPAND      Y15, Y4, Y5                    \
+	VPSRLW     $4, Y4, Y4                     \
+	VPAND      Y15, Y4, Y4                    \
+	VPAND      Y12, Y11, Y6                   \
+	VPSLLW     $4, Y6, Y6                     \
+	VPADDB     Y6, Y5, Y5                     \
+	VPSRLW     $1, Y11, Y11                   \
+	VPAND      Y12, Y11, Y6                   \
+	VPSLLW     $4, Y6, Y6                     \
+	VPADDB     Y6, Y4, Y4                     \
+	VPSRLW     $1, Y11, Y11                   \
+	VPMADDUBSW (64*(R))(DI), Y5, Y5           \
+	VPMADDUBSW (64*(R)+32)(DI), Y4, Y4        \
+	VPSHUFB    kq4shuf<>+(64*(R))(SB), Y1, Y6 \
+	VPSHUFB    kq4shuf<>+(64*(R)+32)(SB), Y1, Y7 \
+	VPMADDWD   Y6, Y5, Y5                     \
+	VPMADDWD   Y7, Y4, Y4                     \
+	VPADDD     Y4, Y5, Y5                     \
+	VPADDD     Y5, Y3, Y3
+
+// func q5KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+// The AVX2 ggml_vec_dot_q5_K_q8_K for rows consecutive rows (nb blocks
+// each) against one token: out[r] is row r. Frame: the out pointer.
+TEXT ·q5KRowsAVX2(SB), NOSPLIT, $8-56
 	MOVQ    w+0(FP), SI
+	MOVQ    rows+40(FP), R8
+	MOVQ    out+48(FP), AX
+	MOVQ    AX, 0(SP)
+	VMOVDQU kqm4<>(SB), Y15
+	VMOVDQU kqone<>(SB), Y12
+
+q5Krow:
 	MOVQ    xq+8(FP), DI
 	MOVQ    xd+16(FP), DX
 	MOVQ    xbs+24(FP), BX
 	MOVQ    nb+32(FP), CX
-	VMOVDQU kqm4<>(SB), Y15
-	VMOVDQU kqone<>(SB), Y12
 	VXORPS  Y14, Y14, Y14
 	VXORPS  X13, X13, X13
 
@@ -252,38 +283,10 @@ q5Kloop:
 	VFMADD231SS X2, X5, X13
 	VMOVDQU     16(SI), Y11
 	VPXOR       Y3, Y3, Y3
-	MOVQ        $0, R8
-
-q5Kchunk:
-	// Chunk R8 (0..3): quants at 48+32*R8, high bits 2*R8 and 2*R8+1 of qh.
-	MOVQ       R8, R9
-	SHLQ       $5, R9
-	VMOVDQU    48(SI)(R9*1), Y4
-	VPAND      Y15, Y4, Y5
-	VPSRLW     $4, Y4, Y4
-	VPAND      Y15, Y4, Y4
-	VPAND      Y12, Y11, Y6
-	VPSLLW     $4, Y6, Y6
-	VPADDB     Y6, Y5, Y5
-	VPSRLW     $1, Y11, Y11
-	VPAND      Y12, Y11, Y6
-	VPSLLW     $4, Y6, Y6
-	VPADDB     Y6, Y4, Y4
-	VPSRLW     $1, Y11, Y11
-	SHLQ       $1, R9
-	VPMADDUBSW (DI)(R9*1), Y5, Y5
-	VPMADDUBSW 32(DI)(R9*1), Y4, Y4
-	LEAQ       kq4shuf<>(SB), R10
-	VPSHUFB    (R10)(R9*1), Y1, Y6
-	VPSHUFB    32(R10)(R9*1), Y1, Y7
-	VPMADDWD   Y6, Y5, Y5
-	VPMADDWD   Y7, Y4, Y4
-	VPADDD     Y4, Y5, Y5
-	VPADDD     Y5, Y3, Y3
-	INCQ       R8
-	CMPQ       R8, $4
-	JLT        q5Kchunk
-
+	KQ5CHUNK(0)
+	KQ5CHUNK(1)
+	KQ5CHUNK(2)
+	KQ5CHUNK(3)
 	FP16(0(SI), X4)
 	VMULSS       (DX), X4, X4
 	VBROADCASTSS X4, Y4
@@ -297,7 +300,12 @@ q5Kchunk:
 	JNZ          q5Kloop
 	HSUM8
 	VADDSS       X13, X0, X0
-	VMOVSS       X0, ret+40(FP)
+	MOVQ         0(SP), AX
+	VMOVSS       X0, (AX)
+	ADDQ         $4, AX
+	MOVQ         AX, 0(SP)
+	DECQ         R8
+	JNZ          q5Krow
 	VZEROUPPER
 	RET
 

@@ -151,11 +151,11 @@ func dotQ6KGeneric(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	return hsum8(&acc)
 }
 
-// dotQ6KRowsGeneric is dotQ6KGeneric on len(out) consecutive rows.
-func dotQ6KRowsGeneric(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
-	rb := len(xd) * q6KBlockBytes
+// dotKRowsGeneric is dot on len(out) consecutive rows of bb-byte blocks.
+func dotKRowsGeneric(dot func(w []byte, xq []int8, xd []float32, xbs []int16) float32, bb int, w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	rb := len(xd) * bb
 	for r := range out {
-		out[r] = dotQ6KGeneric(w[r*rb:(r+1)*rb], xq, xd, xbs)
+		out[r] = dot(w[r*rb:(r+1)*rb], xq, xd, xbs)
 	}
 }
 
@@ -239,11 +239,12 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 	nb := cols / QKK
 	rowBlock := max(1, blockWeights/w.rowBytes)
 	var x4 func(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32)
+	var rows func(w []byte, xq []int8, xd []float32, xbs []int16, out []float32)
 	switch w.Type {
 	case Q5_K:
-		x4 = dotQ5Kx4
+		x4, rows = dotQ5Kx4, dotQ5KRows
 	case Q6_K:
-		x4 = dotQ6Kx4
+		x4, rows = dotQ6Kx4, dotQ6KRows
 	}
 	var res [4]float32
 	for b0 := r0; b0 < r1; b0 += rowBlock {
@@ -259,9 +260,9 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 			}
 		}
 		for ; t < m.T; t++ {
-			if w.Type == Q6_K {
+			if rows != nil {
 				xq, xd, xb := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.BSums[16*t*nb:16*(t+1)*nb]
-				dotQ6KRows(w.Data[b0*w.rowBytes:b1*w.rowBytes], xq, xd, xb, o.Y[t*nOut+b0:t*nOut+b1])
+				rows(w.Data[b0*w.rowBytes:b1*w.rowBytes], xq, xd, xb, o.Y[t*nOut+b0:t*nOut+b1])
 				continue
 			}
 			for r := b0; r < b1; r++ {
@@ -282,7 +283,6 @@ func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
 	gb := nb * q4Kx8GroupBytes
 	groupBlock := max(1, blockWeights/gb)
 	gemm := func(t int) bool { return m.modes != nil && m.modes[t]&RowGemm4 != 0 }
-	var res [8]float32
 	var res4 [32]float32
 	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
 		b1 := min(r1/8, b0+groupBlock)
@@ -300,10 +300,7 @@ func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
 				continue
 			}
 			xq, xd, xs := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.S[8*t*nb:8*(t+1)*nb]
-			for g := b0; g < b1; g++ {
-				q4Kx8(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xs, g4, &res)
-				copy(o.Y[t*nOut+8*g:t*nOut+8*g+8], res[:])
-			}
+			q4Kx8Rows(w.k4[b0*gb:b1*gb], nb, xq, xd, xs, g4, o.Y[t*nOut+8*b0:t*nOut+8*b1])
 			t++
 		}
 	}

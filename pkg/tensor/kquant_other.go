@@ -28,6 +28,10 @@ func dotQ5Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 
 func quantizeActQ8KAsm(x []float32, q []int8, d []float32, bsums []int16) bool { return false }
 
+func dotQ5KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	dotKRowsGeneric(dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
+}
+
 func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
-	dotQ6KRowsGeneric(w, xq, xd, xbs, out)
+	dotKRowsGeneric(dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
 }

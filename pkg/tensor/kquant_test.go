@@ -288,6 +288,15 @@ func TestQ4Kx8MatchesLlamaCpp(t *testing.T) {
 						}
 					}
 				}
+				if k.name == "asm" { // both groups in one call
+					out := make([]float32, refR)
+					q4Kx8Rows(packed, nb, xk.Q[tok*refC:], xk.D[tok*nb:], xk.S[8*tok*nb:], gemm, out)
+					for i, got := range out {
+						if w := want[tok*refR+i]; !bitsEqual(got, w) {
+							t.Errorf("rows gemm=%v token %d row %d: %v, llama.cpp %v", gemm, tok, i, got, w)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -439,7 +448,8 @@ func randKBlocks(rng *rand.Rand, dt DType, nb int, extreme bool) []byte {
 }
 
 // TestKDotx4MatchesOneToken: the four-token q5_K/q6_K kernels, portable
-// and assembly, give each token exactly what the one-token kernel gives.
+// and assembly, give each token exactly what the portable one-token
+// kernel gives, and so do the one-token kernels over several rows.
 func TestKDotx4MatchesOneToken(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 5))
 	type kern = func(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32)
@@ -447,9 +457,10 @@ func TestKDotx4MatchesOneToken(t *testing.T) {
 		dt        DType
 		one       func(w []byte, xq []int8, xd []float32, xbs []int16) float32
 		asm, port kern
+		rows      func(w []byte, xq []int8, xd []float32, xbs []int16, out []float32)
 	}{
-		{Q5_K, dotQ5K, dotQ5Kx4, dotQ5Kx4Generic},
-		{Q6_K, dotQ6K, dotQ6Kx4, dotQ6Kx4Generic},
+		{Q5_K, dotQ5KGeneric, dotQ5Kx4, dotQ5Kx4Generic, dotQ5KRows},
+		{Q6_K, dotQ6KGeneric, dotQ6Kx4, dotQ6Kx4Generic, dotQ6KRows},
 	} {
 		for _, nb := range []int{1, 3, 22} {
 			for trial := 0; trial < 4; trial++ {
@@ -459,14 +470,14 @@ func TestKDotx4MatchesOneToken(t *testing.T) {
 				for tok := range want {
 					want[tok] = k.one(w, xk.Q[tok*nb*QKK:(tok+1)*nb*QKK], xk.D[tok*nb:(tok+1)*nb], xk.BSums[16*tok*nb:16*(tok+1)*nb])
 				}
-				if k.dt == Q6_K { // and the one-token rows kernel on 5 rows
-					rows := append(randKBlocks(rng, k.dt, 4*nb, trial == 0), w...)
-					got := make([]float32, 5)
-					dotQ6KRows(rows, xk.Q[:nb*QKK], xk.D[:nb], xk.BSums[:16*nb], got)
-					for r, v := range got {
-						if want := dotQ6KGeneric(rows[r*nb*q6KBlockBytes:(r+1)*nb*q6KBlockBytes], xk.Q, xk.D[:nb], xk.BSums); !bitsEqual(v, want) {
-							t.Fatalf("q6_K rows nb %d trial %d row %d: %v, portable %v", nb, trial, r, v, want)
-						}
+				// The one-token rows kernel on 5 rows.
+				rows := append(randKBlocks(rng, k.dt, 4*nb, trial == 0), w...)
+				got := make([]float32, 5)
+				k.rows(rows, xk.Q[:nb*QKK], xk.D[:nb], xk.BSums[:16*nb], got)
+				bb := kBlockBytes(k.dt)
+				for r, v := range got {
+					if want := k.one(rows[r*nb*bb:(r+1)*nb*bb], xk.Q, xk.D[:nb], xk.BSums); !bitsEqual(v, want) {
+						t.Fatalf("%s rows nb %d trial %d row %d: %v, one-row kernel %v", k.dt, nb, trial, r, v, want)
 					}
 				}
 				for name, f := range map[string]kern{"asm": k.asm, "Go": k.port} {

@@ -91,6 +91,16 @@ func q4Kx8Generic(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bo
 	}
 }
 
+// q4Kx8RowsGeneric is q4Kx8Generic on len(out)/8 consecutive groups.
+func q4Kx8RowsGeneric(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out []float32) {
+	gb := nb * q4Kx8GroupBytes
+	var res [8]float32
+	for g := 0; g < len(out)/8; g++ {
+		q4Kx8Generic(w[g*gb:(g+1)*gb], nb, xq, xd, xs, gemm, &res)
+		copy(out[8*g:8*g+8], res[:])
+	}
+}
+
 // q4Kx8x4Generic is the portable q4Kx8x4: q4Kx8Generic on each of four
 // consecutive tokens (bs: their 16-value sums, from which the 32-value
 // sums q4Kx8Generic takes are formed).

@@ -1,25 +1,32 @@
 package tensor
 
 //go:noescape
-func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
+func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
 
 //go:noescape
-func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
+func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
 
 // q4Kx8 computes a packed group of eight q4_K rows (nb super-blocks at w)
 // against one q8_K activation row (xs: its 32-value sums); out[r] is row r.
 func q4Kx8(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out *[8]float32) {
-	if !hasAVX2 || nb == 0 {
-		q4Kx8Generic(w, nb, xq, xd, xs, gemm, out)
+	q4Kx8Rows(w, nb, xq, xd, xs, gemm, out[:])
+}
+
+// q4Kx8Rows is q4Kx8 on len(out)/8 consecutive groups at w in one call:
+// out[8g+r] is row r of group g.
+func q4Kx8Rows(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out []float32) {
+	groups := len(out) / 8
+	if !hasAVX2 || nb == 0 || groups == 0 {
+		q4Kx8RowsGeneric(w, nb, xq, xd, xs, gemm, out)
 		return
 	}
-	_ = w[nb*q4Kx8GroupBytes-1]
+	_ = w[groups*nb*q4Kx8GroupBytes-1]
 	_ = xq[nb*QKK-1]
 	_ = xd[nb-1]
 	_ = xs[8*nb-1]
 	if gemm {
-		q4Kx8GemmAVX2(&w[0], nb, &xq[0], &xd[0], &xs[0], out)
+		q4Kx8GemmAVX2(&w[0], nb, &xq[0], &xd[0], &xs[0], &out[0], groups)
 	} else {
-		q4Kx8GemvAVX2(&w[0], nb, &xq[0], &xd[0], &xs[0], out)
+		q4Kx8GemvAVX2(&w[0], nb, &xq[0], &xd[0], &xs[0], &out[0], groups)
 	}
 }

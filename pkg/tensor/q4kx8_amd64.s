@@ -80,13 +80,17 @@ GLOBL q4kx8ones<>(SB), RODATA|NOPTR, $32
 
 #define Q4KSETUP \
 	MOVQ    w+0(FP), SI        \
+	MOVQ    groups+48(FP), R10 \
+	MOVQ    out+40(FP), R9     \
+	VMOVDQU q4kx8m4<>(SB), Y15 \
+	VMOVDQU q4kx8ones<>(SB), Y12
+
+// Q4KGROUP starts a group: the activation row from its start, zero sums.
+#define Q4KGROUP \
 	MOVQ    nb+8(FP), CX       \
 	MOVQ    xq+16(FP), DI      \
 	MOVQ    xd+24(FP), DX      \
 	MOVQ    xs+32(FP), BX      \
-	MOVQ    out+40(FP), R9     \
-	VMOVDQU q4kx8m4<>(SB), Y15 \
-	VMOVDQU q4kx8ones<>(SB), Y12 \
 	VXORPS  Y0, Y0, Y0         \
 	VXORPS  Y1, Y1, Y1         \
 	VPXOR   Y2, Y2, Y2         \
@@ -99,15 +103,22 @@ GLOBL q4kx8ones<>(SB), RODATA|NOPTR, $32
 	ADDQ $32, BX   \
 	DECQ CX
 
-#define Q4KDONE \
-	VSUBPS     Y1, Y0, Y0 \
-	VMOVUPS    Y0, (R9)   \
-	VZEROUPPER            \
-	RET
+// Q4KEND stores the group's eight results and moves to the next group
+// (SI is already there: groups are consecutive).
+#define Q4KEND \
+	VSUBPS  Y1, Y0, Y0 \
+	VMOVUPS Y0, (R9)   \
+	ADDQ    $32, R9    \
+	DECQ    R10
 
-// func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
-TEXT ·q4Kx8GemvAVX2(SB), NOSPLIT, $0-48
+// func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
+// groups consecutive packed groups against one token: out[8g+r] is row r
+// of group g.
+TEXT ·q4Kx8GemvAVX2(SB), NOSPLIT, $0-56
 	Q4KSETUP
+
+gemvgroup:
+	Q4KGROUP
 
 gemvloop:
 	Q4KCHUNK(0)
@@ -117,11 +128,17 @@ gemvloop:
 	Q4KFUSE
 	Q4KNEXT
 	JNZ gemvloop
-	Q4KDONE
+	Q4KEND
+	JNZ gemvgroup
+	VZEROUPPER
+	RET
 
-// func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *[8]float32)
-TEXT ·q4Kx8GemmAVX2(SB), NOSPLIT, $0-48
+// func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
+TEXT ·q4Kx8GemmAVX2(SB), NOSPLIT, $0-56
 	Q4KSETUP
+
+gemmgroup:
+	Q4KGROUP
 
 gemmloop:
 	Q4KCHUNK(0)
@@ -134,4 +151,7 @@ gemmloop:
 	Q4KFUSE
 	Q4KNEXT
 	JNZ gemmloop
-	Q4KDONE
+	Q4KEND
+	JNZ gemmgroup
+	VZEROUPPER
+	RET

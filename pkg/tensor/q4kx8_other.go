@@ -6,6 +6,10 @@ func q4Kx8(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out
 	q4Kx8Generic(w, nb, xq, xd, xs, gemm, out)
 }
 
+func q4Kx8Rows(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out []float32) {
+	q4Kx8RowsGeneric(w, nb, xq, xd, xs, gemm, out)
+}
+
 func q4Kx8x4(w []byte, nb int, xq []int8, xd []float32, bs []int16, gemm bool, out *[32]float32) {
 	q4Kx8x4Generic(w, nb, xq, xd, bs, gemm, out)
 }
