@@ -38,45 +38,47 @@ func BenchmarkMatVecK(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/threads%d", dt, threads), func(b *testing.B) {
 				ctx := NewCtx(threads)
 				defer ctx.Close()
-				c0 := cpuTime(b)
 				for b.Loop() {
 					if err := ctx.MatMul(x, 1, Out{w, y}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-				b.ReportMetric(float64(len(w.Data))*float64(b.N)/(cpuTime(b)-c0).Seconds()/1e9, "GB/cpu-s")
 			})
 		}
 	}
 }
 
-// BenchmarkMatMulKBatch: 16-token K-quant products (a prefill chunk's
-// tokens in llama.cpp's gemm rounding, or 16 sequences' decode tokens in
-// its gemv rounding) on one thread; Gv/s is weight values times tokens
-// per second.
+// BenchmarkMatMulKBatch: K-quant products of 16 tokens (a prefill
+// chunk's tokens in llama.cpp's gemm rounding, or 16 sequences' decode
+// tokens in its gemv rounding) and of one token, on one thread, over a
+// 4096x2048 matrix (L3-sized: kernel speed rather than memory speed);
+// Gv/cpu-s is weight values times tokens per CPU second of the process.
 func BenchmarkMatMulKBatch(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
-	rows, cols, T := 4096, 2048, 16
-	x := randVec(r, T*cols, 1)
-	y := make([]float32, T*rows)
+	rows, cols := 4096, 2048
+	x := randVec(r, 16*cols, 1)
+	y := make([]float32, 16*rows)
 	ctx := NewCtx(1)
 	defer ctx.Close()
 	for _, dt := range []DType{Q4_K, Q5_K, Q6_K} {
 		w, _ := randMatrix(b, r, dt, rows, cols)
-		for _, mode := range []RowMode{RowSgemm | RowGemm4, 0} {
-			modes := make([]RowMode, T)
+		for _, tc := range []struct {
+			T    int
+			mode RowMode
+		}{{16, RowSgemm | RowGemm4}, {16, 0}, {1, 0}} {
+			modes := make([]RowMode, tc.T)
 			for i := range modes {
-				modes[i] = mode
+				modes[i] = tc.mode
 			}
-			b.Run(fmt.Sprintf("%s/gemm%v", dt, mode&RowGemm4 != 0), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/T%d/gemm%v", dt, tc.T, tc.mode&RowGemm4 != 0), func(b *testing.B) {
 				c0 := cpuTime(b)
 				for b.Loop() {
-					if err := ctx.MatMulGGML(x, T, modes, Out{w, y}); err != nil {
+					if err := ctx.MatMulGGML(x[:tc.T*cols], tc.T, modes, Out{w, y}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(rows*cols*T)*float64(b.N)/(cpuTime(b)-c0).Seconds()/1e9, "Gv/cpu-s")
+				b.ReportMetric(float64(rows*cols*tc.T)*float64(b.N)/(cpuTime(b)-c0).Seconds()/1e9, "Gv/cpu-s")
 			})
 		}
 	}
