@@ -15,6 +15,7 @@ func TestPortableKernels(t *testing.T) {
 	TestMatMulBatchInvariant(t)
 	TestQ4x8Kernels(t)
 	TestDotX4MatchesSingle(t)
+	TestMatMulGGMLKQuant(t) // the K-quant batch paths against llama.cpp
 }
 
 // TestVNNIMatchesAVX2: the AVX-512 VNNI kernels give bit-identical results
