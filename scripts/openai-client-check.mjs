@@ -15,7 +15,8 @@
 // response_format json_schema and forced tool calls, non-stream and stream:
 // the server must constrain them, so even a random-weight model passes),
 // --reasoning (check reasoning_content: the model's template must leave a
-// <think> block open, or the model must think).
+// <think> block open, or the model must think), --thinking-budget N (with
+// --reasoning: the request also sends thinking_token_budget N).
 // Exit status 0 when every check passed; each check prints "ok" or "FAIL".
 
 import { createRequire } from 'node:module';
@@ -32,6 +33,9 @@ const baseURL = opt('--base-url', process.env.OPENAI_BASE_URL || 'http://127.0.0
 const requireChat = flag('--require-chat');
 const structured = flag('--structured');
 const reasoning = flag('--reasoning');
+// --thinking-budget N: the reasoning check also sends vLLM's
+// thinking_token_budget, so that thinking ends and an answer follows.
+const thinkingBudget = opt('--thinking-budget', '');
 
 async function loadOpenAI() {
   const dir = process.env.OPENAI_NODE_DIR;
@@ -452,6 +456,7 @@ if (chatAvailable && structured) {
 if (chatAvailable && reasoning) {
   await check('chat reasoning_content', async () => {
     const req = { model, messages: [{ role: 'user', content: 'Think, then answer.' }], max_tokens: 16, temperature: 0 };
+    if (thinkingBudget !== '') req.thinking_token_budget = Number(thinkingBudget);
     const r = await client.chat.completions.create(req);
     const m = r.choices[0].message;
     assert(typeof m.reasoning_content === 'string' && m.reasoning_content.length > 0, `no reasoning_content: ${JSON.stringify(m)}`);
@@ -466,7 +471,7 @@ if (chatAvailable && reasoning) {
       }
     }
     assert(thought === m.reasoning_content && text === (m.content ?? ''), `stream (${JSON.stringify(thought)}, ${JSON.stringify(text)}) != collected ${JSON.stringify(m)}`);
-    return JSON.stringify(m.reasoning_content.slice(0, 40));
+    return `${JSON.stringify(m.reasoning_content.slice(0, 40))} then ${JSON.stringify((m.content ?? '').slice(0, 40))}`;
   });
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -25,7 +26,7 @@ import (
 //
 // in increasing kind order, at most one per kind.
 //
-// Adding a kind (#18's grammar and allowed ids, #22's bias map) is done in this file only: a
+// Adding a kind (#18's grammar, allowed ids and thinking budget, #22's bias map) is done in this file only: a
 // field here, an ExtraKind constant, a case in encode and one in decode, and
 // a case in TestExtrasRoundTrip; the reader that needs it gets the field
 // from Slot.ExtrasFor. Infer turns the sections it acts on into an
@@ -46,6 +47,22 @@ type Extras struct {
 	// infer may sample (every other logit masked), ids strictly
 	// increasing. Payload: count u32, then per id i32.
 	AllowedTokenIDs []int32
+	// ThinkBudget is vLLM's thinking_token_budget: infer forces the
+	// thinking block's end once the block has run Budget tokens. Nil: no
+	// budget. Payload: budget u32 | open u32 (0 or 1) | start count u32 |
+	// start ids i32... | end count u32 | end ids i32...
+	ThinkBudget *ThinkBudget
+}
+
+// ThinkBudget bounds a request's thinking block (#18).
+type ThinkBudget struct {
+	// Budget is how many tokens the block may run before End is forced.
+	Budget uint32
+	// Open: the prompt opened the block, so it runs from the first token.
+	Open bool
+	// Start opens the block when the output begins with it (a model that
+	// writes its own "<think>"); End closes it. Both non-empty.
+	Start, End []int32
 }
 
 // TokenBias is one logit_bias entry.
@@ -66,6 +83,8 @@ const (
 	ExtraConstraint ExtraKind = 3
 	// ExtraAllowedTokens is Extras.AllowedTokenIDs.
 	ExtraAllowedTokens ExtraKind = 4
+	// ExtraThinkBudget is Extras.ThinkBudget.
+	ExtraThinkBudget ExtraKind = 5
 )
 
 // extrasAlign is the pool's allocation unit (and each section's offset alignment).
@@ -73,7 +92,8 @@ const extrasAlign = 64
 
 // Empty reports whether there is nothing to store.
 func (x *Extras) Empty() bool {
-	return len(x.StopStrings) == 0 && len(x.LogitBias) == 0 && len(x.Constraint) == 0 && len(x.AllowedTokenIDs) == 0
+	return len(x.StopStrings) == 0 && len(x.LogitBias) == 0 && len(x.Constraint) == 0 && len(x.AllowedTokenIDs) == 0 &&
+		x.ThinkBudget == nil
 }
 
 // encode returns the sections of x (nil when empty).
@@ -114,7 +134,63 @@ func (x *Extras) encode() []byte {
 		}
 		section(ExtraAllowedTokens, p)
 	}
+	if tb := x.ThinkBudget; tb != nil {
+		p := binary.LittleEndian.AppendUint32(nil, tb.Budget)
+		open := uint32(0)
+		if tb.Open {
+			open = 1
+		}
+		p = binary.LittleEndian.AppendUint32(p, open)
+		for _, ids := range [][]int32{tb.Start, tb.End} {
+			p = binary.LittleEndian.AppendUint32(p, uint32(len(ids)))
+			for _, id := range ids {
+				p = binary.LittleEndian.AppendUint32(p, uint32(id))
+			}
+		}
+		section(ExtraThinkBudget, p)
+	}
 	return b
+}
+
+// maxThinkTagTokens bounds each of a thinking budget's tag sequences (a
+// tag is one special token in every tokenizer seen; a few when spelt out).
+const maxThinkTagTokens = 16
+
+// decodeThinkBudget parses an ExtraThinkBudget payload ("" when bad).
+func decodeThinkBudget(p []byte) (*ThinkBudget, string) {
+	if len(p) < 8 {
+		return nil, "no budget"
+	}
+	tb := &ThinkBudget{Budget: binary.LittleEndian.Uint32(p)}
+	switch binary.LittleEndian.Uint32(p[4:]) {
+	case 0:
+	case 1:
+		tb.Open = true
+	default:
+		return nil, "open flag not 0 or 1"
+	}
+	p = p[8:]
+	for _, dst := range []*[]int32{&tb.Start, &tb.End} {
+		if len(p) < 4 {
+			return nil, "no tag count"
+		}
+		n := uint64(binary.LittleEndian.Uint32(p))
+		p = p[4:]
+		if n == 0 || n > maxThinkTagTokens || n*4 > uint64(len(p)) {
+			return nil, fmt.Sprintf("a tag of %d tokens in %d bytes", n, len(p))
+		}
+		ids := make([]int32, n)
+		for i := range ids {
+			if ids[i] = int32(binary.LittleEndian.Uint32(p[4*i:])); ids[i] < 0 {
+				return nil, fmt.Sprintf("tag token id %d", ids[i])
+			}
+		}
+		*dst, p = ids, p[4*n:]
+	}
+	if len(p) != 0 {
+		return nil, fmt.Sprintf("%d bytes after the end tag", len(p))
+	}
+	return tb, ""
 }
 
 // decodeExtras parses sections; every byte is checked, so a torn or
@@ -205,6 +281,12 @@ func decodeExtras(b []byte) (Extras, error) {
 				}
 				x.AllowedTokenIDs[i] = id
 			}
+		case ExtraThinkBudget:
+			tb, why := decodeThinkBudget(payload)
+			if tb == nil {
+				return bad("thinking budget: %s", why)
+			}
+			x.ThinkBudget = tb
 		default:
 			return bad("unknown section kind %d", k)
 		}
@@ -227,6 +309,13 @@ func (x *Extras) validate() error {
 	for i, id := range x.AllowedTokenIDs {
 		if id < 0 || (i > 0 && id <= x.AllowedTokenIDs[i-1]) {
 			return fmt.Errorf("allowed token %d (id %d): ids must be non-negative and increase", i, id)
+		}
+	}
+	if tb := x.ThinkBudget; tb != nil {
+		for _, ids := range [][]int32{tb.Start, tb.End} {
+			if len(ids) == 0 || len(ids) > maxThinkTagTokens || slices.ContainsFunc(ids, func(id int32) bool { return id < 0 }) {
+				return fmt.Errorf("thinking budget tag %v: 1 to %d non-negative ids", ids, maxThinkTagTokens)
+			}
 		}
 	}
 	return nil

@@ -21,6 +21,8 @@ func TestExtrasRoundTrip(t *testing.T) {
 		"all four":      {StopStrings: []string{"x"}, LogitBias: []TokenBias{{3, -1}}, Constraint: []byte(`{}`), AllowedTokenIDs: []int32{2, 3}},
 		"constraint":    {StopStrings: []string{"x"}, Constraint: []byte(`{"grammar":{"Kind":"regex","Text":"a+"}}`)},
 		"100 KB schema": {Constraint: []byte(big)},
+		"think budget":  {ThinkBudget: &ThinkBudget{Budget: 7, Start: []int32{151667}, End: []int32{151668}}},
+		"open, spelt":   {StopStrings: []string{"x"}, ThinkBudget: &ThinkBudget{Open: true, Start: []int32{1, 2}, End: []int32{3, 4, 5}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, gen, err := r.Alloc(1)
@@ -171,6 +173,7 @@ func TestExtrasCorrupt(t *testing.T) {
 
 func FuzzDecodeExtras(f *testing.F) {
 	f.Add((&Extras{StopStrings: []string{"a", "bc"}}).encode())
+	f.Add((&Extras{ThinkBudget: &ThinkBudget{Budget: 3, Open: true, Start: []int32{1}, End: []int32{2, 3}}}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := decodeExtras(b)
 		if err != nil {
@@ -219,6 +222,41 @@ func TestExtrasLogitBiasRejects(t *testing.T) {
 		mut(b)
 		if _, err := decodeExtras(b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// TestExtrasThinkBudgetRejects: tags the decoder would refuse are never
+// written, and scribbled payloads do not decode.
+func TestExtrasThinkBudgetRejects(t *testing.T) {
+	r := newTestRegion(t, smallSizes)
+	long := make([]int32, maxThinkTagTokens+1)
+	for name, tb := range map[string]*ThinkBudget{
+		"no start":     {End: []int32{2}},
+		"no end":       {Start: []int32{1}},
+		"negative id":  {Start: []int32{-1}, End: []int32{2}},
+		"17-token tag": {Start: []int32{1}, End: long},
+	} {
+		s, gen, err := r.Alloc(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Fill(gen, Request{Prompt: []int32{1}, Params: sampleRequest().Params, Extras: Extras{ThinkBudget: tb}})
+		if !errors.Is(err, ErrTooLong) {
+			t.Errorf("%s: Fill %v, want ErrTooLong", name, err)
+		}
+		_ = s.Release(gen)
+	}
+	good := (&Extras{ThinkBudget: &ThinkBudget{Budget: 1, Start: []int32{1}, End: []int32{2}}}).encode()
+	for name, mut := range map[string]func(b []byte){
+		"open flag 2":   func(b []byte) { b[12] = 2 },
+		"no start ids":  func(b []byte) { b[16] = 0 },
+		"start ids 200": func(b []byte) { b[16] = 200 },
+	} {
+		b := append([]byte(nil), good...)
+		mut(b)
+		if _, err := decodeExtras(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: decode %v, want ErrCorrupt", name, err)
 		}
 	}
 }

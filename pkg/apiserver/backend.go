@@ -111,6 +111,19 @@ type SamplingParams struct {
 	// added to that token's logit before sampling (greedy included). The
 	// native API's logit_bias is BannedTokenIDs instead, as LightLLM's.
 	LogitBias map[int32]float32
+	// ThinkingBudget, when set, is vLLM's thinking_token_budget: the
+	// thinking block is closed by force once it has run Budget tokens.
+	ThinkingBudget *ThinkingBudget
+}
+
+// ThinkingBudget bounds a chat request's thinking block.
+type ThinkingBudget struct {
+	Budget int
+	// Open: the prompt left the block open, so it runs from the first
+	// token; otherwise it runs only if the output begins with Start.
+	Open bool
+	// Start and End are the tokens of "<think>" and "</think>".
+	Start, End []int32
 }
 
 // StopSequence is either token ids or a string (with its tokenization, for

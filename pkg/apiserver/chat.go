@@ -13,7 +13,8 @@ import (
 var chatFields = setOf(append([]string{"messages", "logprobs", "top_logprobs", "tools", "tool_choice",
 	"parallel_tool_calls", "functions", "function_call", "metadata", "store", "service_tier", "modalities",
 	"audio", "prediction", "reasoning_effort", "prompt_cache_key", "safety_identifier", "web_search_options",
-	"add_generation_prompt", "chat_template_kwargs", "separate_reasoning", "stream_reasoning"},
+	"add_generation_prompt", "chat_template_kwargs", "separate_reasoning", "stream_reasoning",
+	"thinking_token_budget"},
 	append(structuredFields, openAICommon...)...)...)
 
 // chatRequest is a parsed /v1/chat/completions body.
@@ -92,6 +93,9 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if separate {
 		req.output.reasoning = s.reasoningParserFor()
 	}
+	if e := s.parseThinkingBudget(o, req); e != nil {
+		return nil, e
+	}
 	if e := s.applyTools(tools, req, &msgs, extra, o.has("skip_special_tokens")); e != nil {
 		return nil, e
 	}
@@ -116,6 +120,41 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 		return nil, e
 	}
 	return req, nil
+}
+
+// maxThinkingBudget bounds thinking_token_budget (no output is longer).
+const maxThinkingBudget = 1 << 24
+
+// maxThinkTagTokens is how many tokens "<think>" or "</think>" may take
+// (shm's bound on a thinking budget's tags).
+const maxThinkTagTokens = 16
+
+// parseThinkingBudget reads vLLM's thinking_token_budget. It needs a
+// reasoning parser (the block it bounds is the one the parser reads);
+// finishChatPrompt says whether the prompt opened the block.
+func (s *Server) parseThinkingBudget(o *object, req *chatRequest) *apiError {
+	v := o.intIn("thinking_token_budget", 0, maxThinkingBudget)
+	if o.err != nil {
+		return o.err
+	}
+	if v == nil {
+		return nil
+	}
+	if req.output.reasoning == "" {
+		return unsupported("thinking_token_budget", "'thinking_token_budget' needs a reasoning parser: start the server with --reasoning_parser (and leave separate_reasoning true)")
+	}
+	if len(req.params.AllowedTokenIDs) > 0 {
+		// The forced end tag may be a token the list leaves out.
+		return unsupported("thinking_token_budget", "'thinking_token_budget' together with 'allowed_token_ids' is not supported")
+	}
+	b := &ThinkingBudget{Budget: int(*v), Start: s.tok.Encode(chatout.ThinkOpenTag, false), End: s.tok.Encode(chatout.ThinkCloseTag, false)}
+	for _, ids := range [][]int32{b.Start, b.End} {
+		if len(ids) == 0 || len(ids) > maxThinkTagTokens {
+			return unsupported("thinking_token_budget", "'thinking_token_budget': the tokenizer spells a thinking tag in %d tokens (at most %d)", len(ids), maxThinkTagTokens)
+		}
+	}
+	req.params.ThinkingBudget = b
+	return nil
 }
 
 // chatUnsupported refuses features this server does not have, unless set

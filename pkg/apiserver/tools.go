@@ -371,15 +371,21 @@ func (s *Server) finishChatPrompt(text string, req *chatRequest) string {
 		if open {
 			text += "</think>\n\n"
 		}
-		// The call is the whole answer: no reasoning comes after the trigger.
+		// The call is the whole answer: no reasoning comes after the
+		// trigger (so a thinking budget has nothing left to bound).
 		req.output.reasoning = ""
+		req.params.ThinkingBudget = nil
 		return text + forcedPrefix(req.output.tools)
 	}
 	req.output.thinkingOpen = open
+	closed := strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "</think>")
+	inThink := open || (req.output.reasoning == "deepseek-r1" && !closed)
 	if c := req.constraint; c != nil && req.output.reasoning != "" {
-		closed := strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), "</think>")
-		c.ThinkOpen = open || (req.output.reasoning == "deepseek-r1" && !closed)
+		c.ThinkOpen = inThink
 		c.ThinkOptional = !c.ThinkOpen && !closed && req.output.reasoning == "qwen3"
+	}
+	if b := req.params.ThinkingBudget; b != nil {
+		b.Open = inThink
 	}
 	return text
 }

@@ -24,7 +24,7 @@ func DetectToolParser(template string) string {
 // blocks; qwen3 reads output as reasoning only when it opens with <think>
 // or the prompt opened one, so it is safe for models that do not think.
 func DetectReasoningParser(template string) string {
-	if strings.Contains(template, thinkClose) {
+	if strings.Contains(template, ThinkCloseTag) {
 		return "qwen3"
 	}
 	return ""
@@ -34,6 +34,6 @@ func DetectReasoningParser(template string) string {
 // open (it ends in <think> with no </think> after it), as Qwen3 thinking
 // and DeepSeek-R1 templates do, so that output starts as reasoning.
 func ThinkingOpen(prompt string) bool {
-	i := strings.LastIndex(prompt, thinkOpen)
-	return i >= 0 && !strings.Contains(prompt[i:], thinkClose) && strings.TrimRight(prompt[i+len(thinkOpen):], spaces) == ""
+	i := strings.LastIndex(prompt, ThinkOpenTag)
+	return i >= 0 && !strings.Contains(prompt[i:], ThinkCloseTag) && strings.TrimRight(prompt[i+len(ThinkOpenTag):], spaces) == ""
 }

@@ -6,11 +6,13 @@ import (
 	"strings"
 )
 
+// The thinking block's tags.
 const (
-	thinkOpen  = "<think>"
-	thinkClose = "</think>"
-	spaces     = " \t\r\n"
+	ThinkOpenTag  = "<think>"
+	ThinkCloseTag = "</think>"
 )
+
+const spaces = " \t\r\n"
 
 // reasoningParsers maps a name to whether output is reasoning even without
 // an opening tag. qwen3: output is reasoning only when it opens with
@@ -63,10 +65,10 @@ func (r *reasoner) push(text string, p *Parser) {
 		case rStart:
 			t := strings.TrimLeft(r.pending, spaces)
 			switch {
-			case strings.HasPrefix(t, thinkOpen):
-				r.pending, r.st = t[len(thinkOpen):], rThink
+			case strings.HasPrefix(t, ThinkOpenTag):
+				r.pending, r.st = t[len(ThinkOpenTag):], rThink
 				continue
-			case strings.HasPrefix(thinkOpen, t): // "" or a prefix of the tag
+			case strings.HasPrefix(ThinkOpenTag, t): // "" or a prefix of the tag
 				return
 			case r.always:
 				r.st = rThink
@@ -74,12 +76,12 @@ func (r *reasoner) push(text string, p *Parser) {
 				r.st = rContent
 			}
 		case rThink:
-			if i := strings.Index(r.pending, thinkClose); i >= 0 {
+			if i := strings.Index(r.pending, ThinkCloseTag); i >= 0 {
 				p.reasoning(r.pending[:i])
-				r.pending, r.st = r.pending[i+len(thinkClose):], rAnswer
+				r.pending, r.st = r.pending[i+len(ThinkCloseTag):], rAnswer
 				continue
 			}
-			h := holdBack(r.pending, thinkClose)
+			h := holdBack(r.pending, ThinkCloseTag)
 			p.reasoning(r.pending[:len(r.pending)-h])
 			r.pending = r.pending[len(r.pending)-h:]
 			return

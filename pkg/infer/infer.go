@@ -363,7 +363,7 @@ func (w *Worker) start(index int, gen uint32) {
 			end(shm.FinishError, "bad extras", err)
 			return
 		}
-		var allowed, bias, grammar func() (engine.LogitsProcessor, error)
+		var allowed, bias, grammar, budget func() (engine.LogitsProcessor, error)
 		if len(x.AllowedTokenIDs) > 0 {
 			allowed = newAllowed(x.AllowedTokenIDs)
 		}
@@ -380,7 +380,11 @@ func (w *Worker) start(index int, gen uint32) {
 				return
 			}
 		}
-		req.NewProcessor = chainFactories(allowed, bias, grammar)
+		if x.ThinkBudget != nil {
+			budget = newThinkBudget(x.ThinkBudget)
+		}
+		// The budget last: forcing the end tag overrides what came before.
+		req.NewProcessor = chainFactories(allowed, bias, grammar, budget)
 	}
 	if err := w.ex.Add(req); err != nil {
 		if errors.Is(err, engine.ErrAlreadyFinished) {

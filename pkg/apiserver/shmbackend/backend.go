@@ -282,6 +282,10 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 		// token at all, so the pair is refused rather than half-honoured.
 		return nil, fmt.Errorf("%w: allowed_token_ids together with a structured-output constraint is not supported", apiserver.ErrInvalidRequest)
 	}
+	var budget *shm.ThinkBudget
+	if tb := g.Params.ThinkingBudget; tb != nil {
+		budget = &shm.ThinkBudget{Budget: uint32(tb.Budget), Open: tb.Open, Start: tb.Start, End: tb.End}
+	}
 	if err := b.waitAvailable(ctx); err != nil {
 		return nil, err
 	}
@@ -308,7 +312,8 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			p.Seed = rand.Int64N(math.MaxInt64)
 		}
 		req := shm.Request{RequestID: id + uint64(i), GroupID: id, Arrival: g.Arrival, Params: p, Prompt: g.Prompt,
-			Extras: shm.Extras{StopStrings: stops, LogitBias: bias, Constraint: constraint, AllowedTokenIDs: allowed}}
+			Extras: shm.Extras{StopStrings: stops, LogitBias: bias, Constraint: constraint, AllowedTokenIDs: allowed,
+				ThinkBudget: budget}}
 		if err := s.Fill(gen, req); err != nil {
 			switch {
 			case errors.Is(err, shm.ErrTooLong):
