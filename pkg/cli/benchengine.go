@@ -20,6 +20,7 @@ func newBenchEngineCmd() *cobra.Command {
 		o       engine.BenchOptions
 		asJSON  bool
 		profile string
+		cb      constrainedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench-engine",
@@ -40,7 +41,13 @@ func newBenchEngineCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := engine.BenchModel(cmd.Context(), path, threads, o)
+			var res map[string]any
+			var err error
+			if cb.constrained > 0 {
+				res, err = benchConstrained(cmd.Context(), path, threads, o, cb)
+			} else {
+				res, err = engine.BenchModel(cmd.Context(), path, threads, o)
+			}
 			if err != nil {
 				return err
 			}
@@ -74,5 +81,8 @@ func newBenchEngineCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&o.MmapWeights, "mmap_weights", false, "compute from the file mapping instead of huge-page copies of the weights")
 	f.StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")
+	f.IntVar(&cb.constrained, "constrained", 0, "instead: the structured-output step test, this many of the largest --sequences count constrained by --schemas (json_schema)")
+	f.StringVar(&cb.schemas, "schemas", "pkg/grammar/testdata/schemas", "with --constrained: directory of JSON Schema files, one per constrained request in turn")
+	f.IntVar(&cb.rounds, "rounds", 4, "with --constrained: pairs of runs (plain, constrained), alternating")
 	return cmd
 }
