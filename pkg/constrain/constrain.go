@@ -9,6 +9,7 @@ package constrain
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/lightllm-go/lightllm/pkg/grammar"
@@ -68,6 +69,22 @@ type Factory struct {
 	once    sync.Once
 	vocab   *grammar.Vocab
 	thinkID int32 // the "<think>" token, -1 if the tokenizer has none
+
+	negMu  sync.Mutex
+	negRow []float32 // all -Inf, read-only once made: what masking copies from
+}
+
+// negs returns a row of at least n -Inf values (shared, never written).
+func (f *Factory) negs(n int) []float32 {
+	f.negMu.Lock()
+	defer f.negMu.Unlock()
+	if len(f.negRow) < n {
+		f.negRow = make([]float32, n)
+		for i := range f.negRow {
+			f.negRow[i] = float32(math.Inf(-1))
+		}
+	}
+	return f.negRow
 }
 
 // NewFactory serves a model whose tokenizer is tok and whose generation

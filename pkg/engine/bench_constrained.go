@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
 
+	"github.com/lightllm-go/lightllm/pkg/cputime"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
@@ -36,9 +38,14 @@ func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map
 			o.Sequences, o.Constrained, o.GenTokens, o.Rounds)
 	}
 	prompt := benchPrompt(16, m.Config().Vocab)
-	var plain, constrained, plainCPU, constrainedCPU, inProc []time.Duration
+	// Process and Accept run on the stepping goroutine: locked to its
+	// thread, that thread's CPU clock times the work they do on the step's
+	// critical path, apart from waits (a mask not ready yet, the scheduler).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var plain, constrained, plainCPU, constrainedCPU, inProc, inProcCPU []time.Duration
 	made := 0
-	var procTime time.Duration // the constrained requests' Process and Accept calls, summed
+	var procTime procTimes // the constrained requests' Process and Accept calls, summed
 	run := func(withGrammar bool, round int) error {
 		reqs := make([]Request, o.Sequences)
 		for i := range reqs {
@@ -54,13 +61,13 @@ func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map
 				made++
 			}
 		}
-		steps, cpu, proc, err := benchSteps(ctx, m, o, reqs, &procTime)
+		steps, cpu, proc, procCPU, err := benchSteps(ctx, m, o, reqs, &procTime)
 		if err != nil {
 			return err
 		}
 		if withGrammar {
 			constrained, constrainedCPU = append(constrained, steps...), append(constrainedCPU, cpu...)
-			inProc = append(inProc, proc...)
+			inProc, inProcCPU = append(inProc, proc...), append(inProcCPU, procCPU...)
 		} else {
 			plain, plainCPU = append(plain, steps...), append(plainCPU, cpu...)
 		}
@@ -87,13 +94,17 @@ func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map
 	res["step_ratio_median"] = ratio(median(constrained), median(plain))
 	res["step_ratio_mean"] = ratio(mean(constrained), mean(plain))
 	res["step_cpu_ratio_median"] = ratio(median(constrainedCPU), median(plainCPU))
-	// What the processors keep the step waiting for (masking the rows,
-	// and a mask not ready when its row is): on the step's critical path
-	// whatever else the machine runs. Over the plain step's CPU time it is
-	// the slowdown of a step that has a core to itself.
+	// The processors' calls: wall time (on this busy machine mostly
+	// waiting to be scheduled) and the stepping thread's CPU time in them,
+	// the work they add to the step's critical path. Over the plain step's
+	// CPU time, that is the slowdown of a step with the masks ready when
+	// their rows are (computed during the forward pass on another core).
 	res["processor_ms_median"] = round2(ms(median(inProc)))
 	res["processor_ms_mean"] = round2(ms(mean(inProc)))
-	res["processor_over_plain_cpu_step"] = ratio(mean(inProc), mean(plainCPU))
+	res["processor_cpu_ms_median"] = round2(ms(median(inProcCPU)))
+	res["processor_cpu_ms_mean"] = round2(ms(mean(inProcCPU)))
+	res["processor_share_of_step"] = ratio(mean(inProc), mean(constrained))
+	res["critical_path_ratio"] = ratio(mean(plainCPU)+mean(inProcCPU), mean(plainCPU))
 	res["sequences"], res["constrained"] = float64(o.Sequences), float64(o.Constrained)
 	return res, nil
 }
@@ -102,17 +113,17 @@ func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map
 // process CPU time (every thread: the forward pass's and the mask
 // goroutines'), of the steps that decoded every request (all started, none
 // finished yet).
-// proc, per counted step, is what *procTime grew by during it.
-func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Request, procTime *time.Duration) (steps, cpu, proc []time.Duration, err error) {
+// proc and procCPU, per counted step, are what *procTime grew by during it.
+func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Request, procTime *procTimes) (steps, cpu, proc, procCPU []time.Duration, err error) {
 	n := len(reqs)
 	e, err := New(m, Options{MaxTotalTokens: n * (o.GenTokens + 40), MaxReqTotalLen: len(reqs[0].Prompt) + o.GenTokens,
 		BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bench: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, r := range reqs {
 		if err := e.Add(r); err != nil {
-			return nil, nil, nil, fmt.Errorf("bench: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
 		}
 	}
 	started := make([]bool, n)
@@ -120,7 +131,7 @@ func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Req
 	// Once a request has finished no later step counts: stop there.
 	for e.HasWork() && !(finished && nStarted == n) {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, fmt.Errorf("bench interrupted: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("bench interrupted: %w", err)
 		}
 		decoding := nStarted == n && !finished
 		c0, p0 := processCPU(), *procTime
@@ -128,14 +139,15 @@ func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Req
 		outs, err := e.Step()
 		d, c := time.Since(t0), processCPU()-c0
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("bench: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
 		}
 		if decoding && len(outs) == n {
-			steps, cpu, proc = append(steps, d), append(cpu, c), append(proc, *procTime-p0)
+			steps, cpu = append(steps, d), append(cpu, c)
+			proc, procCPU = append(proc, procTime.wall-p0.wall), append(procCPU, procTime.cpu-p0.cpu)
 		}
 		for _, out := range outs {
 			if out.Err != nil {
-				return nil, nil, nil, fmt.Errorf("bench: request %d: %w", out.ID, out.Err)
+				return nil, nil, nil, nil, fmt.Errorf("bench: request %d: %w", out.ID, out.Err)
 			}
 			if !started[out.ID] {
 				started[out.ID] = true
@@ -144,28 +156,33 @@ func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Req
 			finished = finished || out.Finished
 		}
 	}
-	return steps, cpu, proc, nil
+	return steps, cpu, proc, procCPU, nil
 }
 
-// timedProcessor adds the wall time of p's calls to *sum (the engine calls
-// a step's processors one after another, so a plain sum is safe).
+// procTimes sums the wall and thread CPU time of processor calls.
+type procTimes struct{ wall, cpu time.Duration }
+
+// timedProcessor adds the time of p's calls to *sum (the engine calls a
+// step's processors one after another, on the stepping goroutine).
 type timedProcessor struct {
 	p   LogitsProcessor
-	sum *time.Duration
+	sum *procTimes
+}
+
+func (t timedProcessor) timed(f func() error) error {
+	w0, c0 := time.Now(), cputime.Thread()
+	err := f()
+	t.sum.cpu += cputime.Thread() - c0
+	t.sum.wall += time.Since(w0)
+	return err
 }
 
 func (t timedProcessor) Process(row []float32) error {
-	t0 := time.Now()
-	err := t.p.Process(row)
-	*t.sum += time.Since(t0)
-	return err
+	return t.timed(func() error { return t.p.Process(row) })
 }
 
 func (t timedProcessor) Accept(tok int32) error {
-	t0 := time.Now()
-	err := t.p.Accept(tok)
-	*t.sum += time.Since(t0)
-	return err
+	return t.timed(func() error { return t.p.Accept(tok) })
 }
 
 // processCPU is the user+system CPU time of the whole process so far.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/cputime"
 )
 
 // BenchSchema is one schema of a benchmark corpus; its "examples" keyword
@@ -92,9 +94,9 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 	var slowest []slow
 	where := ""
 	timedMask := func(m *Matcher) int {
-		w0, c0 := time.Now(), threadCPU()
+		w0, c0 := time.Now(), cputime.Thread()
 		n := m.FillMask(bits)
-		c := threadCPU() - c0
+		c := cputime.Thread() - c0
 		maskCPU = append(maskCPU, c)
 		if len(slowest) < 8 || c > slowest[len(slowest)-1].cpu {
 			slowest = append(slowest, slow{c, fmt.Sprintf("%v %s after %d tokens (%d allowed)", c, where, m.Accepted(), n)})
@@ -110,7 +112,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 	allowed := func(id int32) bool { return bits[id>>6]>>(uint(id)&63)&1 == 1 }
 	for _, sc := range cfg.Corpus {
 		rep.Schemas++
-		w0, c0 := time.Now(), threadCPU()
+		w0, c0 := time.Now(), cputime.Thread()
 		g, err := cache.Compile(Spec{Kind: KindJSONSchema, Text: string(sc.Schema)}, cfg.Options)
 		if err != nil {
 			rep.Refused++
@@ -119,7 +121,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		}
 		m := NewMatcher(g, cfg.Vocab)
 		m.FillMask(bits)
-		ttfmCPU = append(ttfmCPU, threadCPU()-c0)
+		ttfmCPU = append(ttfmCPU, cputime.Thread()-c0)
 		rep.TTFMs = append(rep.TTFMs, fmt.Sprintf("%s %v (%d rules)", sc.Name, ttfmCPU[len(ttfmCPU)-1], g.Rules()))
 		ttfmWall = append(ttfmWall, time.Since(w0))
 

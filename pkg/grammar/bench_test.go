@@ -3,6 +3,8 @@ package grammar
 import (
 	"runtime"
 	"testing"
+
+	"github.com/lightllm-go/lightllm/pkg/cputime"
 )
 
 func BenchmarkCompileSmall(b *testing.B) {
@@ -10,13 +12,13 @@ func BenchmarkCompileSmall(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var leaves leafDFAs
-	c0 := threadCPU()
+	c0 := cputime.Thread()
 	for i := 0; i < b.N; i++ {
 		if _, err := CompileJSONSchema(schema, Options{leaves: &leaves}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((threadCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((cputime.Thread()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkCompileCorpus compiles every corpus schema through one Cache's
