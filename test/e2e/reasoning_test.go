@@ -256,6 +256,36 @@ func TestReasoning(t *testing.T) {
 		}
 	})
 
+	// Constraints apply to the answer, not the thinking: the block is free
+	// text up to the forced </think>, and the answer after it validates.
+	t.Run("json_schema after thinking", func(t *testing.T) {
+		schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","maxLength":12},"sure":{"type":"boolean"}},"required":["answer","sure"],"additionalProperties":false}`)
+		v := compileSchema(t, "answer", schema)
+		stopped := 0
+		for seed := range 4 {
+			a, err := postReasoning(s.base, map[string]any{"messages": msgs, "max_tokens": 200, "temperature": 1, "seed": seed,
+				"thinking_token_budget": 6, "response_format": map[string]any{"type": "json_schema",
+					"json_schema": map[string]any{"name": "answer", "schema": schema, "strict": true}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.reasoning == "" {
+				t.Errorf("seed %d: no reasoning_content", seed)
+			}
+			if a.finish != "stop" {
+				continue
+			}
+			stopped++
+			if err := validates(v, a.content); err != nil {
+				t.Errorf("seed %d: answer %q: %v", seed, a.content, err)
+			}
+		}
+		if stopped == 0 {
+			t.Error("no constrained answer stopped within 200 tokens")
+		}
+		t.Logf("%d of 4 constrained answers after thinking stopped and validated", stopped)
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		for name, tc := range map[string]struct {
 			path string
