@@ -557,7 +557,7 @@ func (v *Vocab) cutLeaf(c *cutInfo, j int) *leafResult {
 
 func (v *Vocab) computeCutBase(c *cutInfo, q0 int32) *cutBase {
 	d := c.quotedSrc
-	base := &cutBase{bits: make([]uint64, v.MaskWords())}
+	base := &cutBase{bits: make([]uint64, v.MaskWords()), toks: make([]cutItem, 0, v.Size())}
 	st := make([]int32, v.maxDepth+2)
 	chars := make([]int32, v.maxDepth+2) // characters started on the path
 	st[0] = q0
@@ -595,6 +595,35 @@ func (v *Vocab) computeCutBase(c *cutInfo, q0 int32) *cutBase {
 		st[dep] = q
 		i++
 	}
-	slices.SortFunc(base.toks, func(a, b cutItem) int { return int(b.need - a.need) })
+	base.toks = byNeedDesc(base.toks)
 	return base
+}
+
+// byNeedDesc orders items by need, largest first. Needs are small
+// (characters of one token plus a state's distance to acceptance), so a
+// counting sort: a first visit of a free-text state has ~100k tokens to
+// order, which a comparison sort took milliseconds for.
+func byNeedDesc(items []cutItem) []cutItem {
+	hi, lo := int32(0), int32(0)
+	for _, t := range items {
+		hi, lo = max(hi, t.need), min(lo, t.need)
+	}
+	if hi > 1<<16 || lo < 0 || len(items) < 64 {
+		slices.SortFunc(items, func(a, b cutItem) int { return int(b.need - a.need) })
+		return slices.Clone(items) // without the spare capacity
+	}
+	start := make([]int, hi+2) // start[hi-need]: where that need's run begins
+	for _, t := range items {
+		start[hi-t.need+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]cutItem, len(items))
+	for _, t := range items {
+		k := hi - t.need
+		out[start[k]] = t
+		start[k]++
+	}
+	return out
 }
