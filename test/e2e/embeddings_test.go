@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +225,54 @@ func TestEmbeddings(t *testing.T) {
 			}
 			if code != 400 || json.Unmarshal(raw, &e) != nil || e.Error.Param == nil || *e.Error.Param != tc.param || e.Error.Message == "" {
 				t.Errorf("%v: %d %s, want a 400 naming %s", tc.body, code, raw, tc.param)
+			}
+		}
+	})
+	t.Run("an infer restart mid-batch changes nothing", func(t *testing.T) {
+		// Enough prefill that kill -9 lands while requests run; requests
+		// in flight are resumed by the new infer, later ones wait for it.
+		var batch []string
+		var batchWant [][]float32
+		for i := range 96 {
+			x := fmt.Sprintf("Story %d. %s %s", i, strings.Repeat(texts[i%3]+" ", 6), texts[(i+1)%3])
+			batch = append(batch, x)
+			batchWant = append(batchWant, directMean(t, m, tok.Encode(x, true)))
+		}
+		type result struct {
+			code int
+			body []byte
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, body, err := embedPost(ctx, s.base, map[string]any{"input": batch})
+			done <- result{code, body, err}
+		}()
+		time.Sleep(30 * time.Millisecond)
+		old := s.kill9("infer")
+		s.waitRestarted("infer", old, time.Minute)
+		r := <-done
+		// For the log: how many requests the kill caught (the new infer
+		// resumes them; 0 means the batch outran the kill this time).
+		if m := regexp.MustCompile(`"epoch":2,"resumed":(\d+)`).FindStringSubmatch(s.log.String()); m != nil {
+			t.Logf("the new infer resumed %s embedding requests", m[1])
+		}
+		if r.err != nil || r.code != 200 {
+			t.Fatalf("%d %s (%v)", r.code, r.body, r.err)
+		}
+		var a embedAnswer
+		if err := json.Unmarshal(r.body, &a); err != nil {
+			t.Fatal(err)
+		}
+		got := a.vectors(t)
+		if len(got) != len(batch) {
+			t.Fatalf("%d vectors for %d inputs", len(got), len(batch))
+		}
+		for i := range got {
+			for j := range got[i] {
+				if math.Abs(float64(got[i][j]-batchWant[i][j])) > 1e-5 {
+					t.Fatalf("input %d float %d: %g after the restart, pkg/model %g", i, j, got[i][j], batchWant[i][j])
+				}
 			}
 		}
 	})
