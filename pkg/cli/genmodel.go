@@ -65,6 +65,8 @@ func newGenModelCmd() *cobra.Command {
 	f.Float64Var(&o.RopeLinear, "rope_linear", 0, "gemma3: linear RoPE scaling factor of the global layers (0: none)")
 	f.Float64Var(&o.AttnSoftcap, "attn_softcap", 0, "gemma2: attention logit soft-cap (0: 50)")
 	f.Float64Var(&o.FinalSoftcap, "final_softcap", 0, "gemma2: final logit soft-cap (0: 30)")
+	f.IntVar(&o.Experts, "experts", 0, "mixtral: number of experts (0: 8)")
+	f.IntVar(&o.ExpertsUsed, "experts_used", 0, "mixtral: experts used per token (0: 2)")
 	f.StringVar(&out, "out", "", "GGUF file to write")
 	f.StringVar(&hfOut, "hf_out", "", "Hugging Face directory to write (quantized types are stored as f32)")
 	f.StringVar(&o.Tokenizer, "tokenizer", "", "Hugging Face tokenizer directory to carry (tokenizer.json, tokenizer_config.json with its chat template); sets the vocabulary size (--hf_out only)")

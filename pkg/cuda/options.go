@@ -96,6 +96,9 @@ func (o Options) resolve(cfg model.Config) (resolved, error) {
 	if cfg.EmbedScale != 0 || cfg.ResidualScale != 0 || cfg.AttnScale != 0 || cfg.LogitScale != 0 || cfg.QScale != 0 || longRoPE || gemma {
 		return r, fmt.Errorf("cuda: %s models (embedding/residual/attention/logit multipliers, q scaling, LongRoPE, partial rotary, GeGLU, post norms, sliding window) are not supported by the CUDA backend; use --backend cpu", cfg.Arch)
 	}
+	if cfg.Experts > 0 {
+		return r, fmt.Errorf("cuda: mixture-of-experts models (%d experts) are not supported by the CUDA backend; use --backend cpu", cfg.Experts)
+	}
 	if rs := cfg.RopeScaling; rs != nil && rs.Type == "yarn" {
 		return r, fmt.Errorf("cuda: YaRN RoPE scaling is not supported by the CUDA backend; use --backend cpu")
 	}

@@ -61,6 +61,14 @@ type Config struct {
 	// AttnSoftcap*tanh(logit/AttnSoftcap) inside flash attention, output
 	// logits FinalSoftcap*tanh(logit/FinalSoftcap).
 	AttnSoftcap, FinalSoftcap float32
+	// Mixture of experts (Mixtral): Experts > 0 replaces every layer's
+	// FFN by ExpertsUsed of Experts SwiGLU expert FFNs (FFN wide), chosen
+	// per token by the router ffn_gate_inp's softmax probabilities, the
+	// top ones in descending order, weighted by those probabilities —
+	// renormalised over the chosen ones when ExpertsNorm (llama.cpp's
+	// norm_w) — and summed in that order.
+	Experts, ExpertsUsed int
+	ExpertsNorm          bool
 }
 
 // RopeScaling is a supported RoPE frequency scaling.
@@ -97,6 +105,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("rope theta %v must be positive", c.RopeTheta)
 	case c.Window < 0 || (c.Window > 0 && len(c.LocalLayers) != c.Layers):
 		return fmt.Errorf("sliding window %d with %d of %d layers marked", c.Window, len(c.LocalLayers), c.Layers)
+	case c.Experts < 0 || c.Experts > maxExperts || (c.Experts > 0 && (c.ExpertsUsed <= 0 || c.ExpertsUsed > c.Experts)):
+		return fmt.Errorf("%d experts with %d used per token (want 1 <= used <= experts <= %d)", c.Experts, c.ExpertsUsed, maxExperts)
 	}
 	if c.MaxPos <= 0 {
 		c.MaxPos = 2048
@@ -371,6 +381,18 @@ func ggufConfig(f *gguf.File) (Config, error) {
 			}
 			c.RopeScaling = rs
 		}
+	}
+	// llama.cpp reads the expert counts for every architecture; the llama
+	// graph (Mixtral) renormalises the chosen experts' weights.
+	c.Experts, c.ExpertsUsed = u("expert_count", 0), u("expert_used_count", 0)
+	c.ExpertsNorm = c.Experts > 0
+	for _, key := range []string{"expert_shared_count", "expert_shared_feed_forward_length"} {
+		if v := u(key, 0); v != 0 && fam.name == "llama" {
+			return Config{}, fmt.Errorf("%s.%s %d (shared experts) is not supported for %s", arch, key, v, arch)
+		}
+	}
+	if v, ok := f.Float(arch + ".expert_weights_scale"); ok && v != 0 && v != 1 && fam.name == "llama" {
+		return Config{}, fmt.Errorf("%s.expert_weights_scale %v is not supported for %s", arch, v, arch)
 	}
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		c.Vocab = len(toks)

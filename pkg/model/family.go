@@ -54,8 +54,13 @@ type family struct {
 	// fusedProj: q|k|v are one tensor (attn_qkv) and gate|up another
 	// (ffn_up, gate rows first), as phi3 stores them.
 	fusedProj bool
+	// moe: the family's FFN is a mixture of experts (Config.Experts;
+	// gen-model writes a router and experts in place of the FFN).
+	moe bool
 	// hfTensors maps GGUF tensor-name parts (after "blk.N.") to Hugging
-	// Face ones beyond the common llama-style map (commonHFTensors).
+	// Face ones beyond the common llama-style map (commonHFTensors). A
+	// stacked expert tensor (ffn_gate_exps) maps to a name with %d, the
+	// expert, filled from a per-expert name "blk.N.ffn_gate_exps.E.weight".
 	hfTensors map[string]string
 	// fromHF and fromGGUF read the family's own hyperparameters after the
 	// common ones (nil: none).
@@ -167,6 +172,15 @@ func (f *family) hfName(name string) string {
 		return name
 	}
 	hf := f.hfTensors[part]
+	if i := strings.LastIndexByte(part, '.'); i > 0 && hf == "" {
+		var e int
+		if _, err := fmt.Sscanf(part[i+1:], "%d", &e); err == nil && strings.Contains(f.hfTensors[part[:i]], "%d") {
+			hf = fmt.Sprintf(f.hfTensors[part[:i]], e)
+		}
+	}
+	if strings.Contains(hf, "%d") {
+		return name // a stacked tensor has no single Hugging Face name
+	}
 	if hf == "" {
 		hf = commonHFTensors[part]
 	}
@@ -185,4 +199,15 @@ func (f *family) checkHF(hc *hfConfig, raw []byte, c *Config) error {
 		return f.fromHF(raw, c)
 	}
 	return nil
+}
+
+// moeFamilies lists the families with experts (for messages).
+func moeFamilies() []string {
+	var names []string
+	for _, n := range familyNames() {
+		if families[n].moe {
+			names = append(names, n)
+		}
+	}
+	return names
 }

@@ -19,6 +19,7 @@ func TestFamilyRegistry(t *testing.T) {
 		"llama": {"llama", "LlamaForCausalLM"}, "mistral": {"llama", "MistralForCausalLM"},
 		"qwen2": {"qwen2", "Qwen2ForCausalLM"}, "qwen3": {"qwen3", "Qwen3ForCausalLM"},
 		"gemma3": {"gemma3", "Gemma3ForCausalLM"}, "gemma2": {"gemma2", "Gemma2ForCausalLM"},
+		"mixtral": {"llama", "MixtralForCausalLM"},
 	}
 	for name, w := range want {
 		f, err := lookupFamily(name)

@@ -63,6 +63,7 @@ type scratch struct {
 	kvq        []int8    // q8_0 KV store: one row's quantized values
 	kvd        []float32 // and block scales
 	logits     []float32 // [nOut x Vocab]
+	moe        moeScratch
 }
 
 // rowModes holds, per token, the llama.cpp kernel choice a product
@@ -87,6 +88,9 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 	}
 	if len(s.krow) < c.HeadDim {
 		s.krow = make([]float32, c.HeadDim)
+	}
+	if c.Experts > 0 {
+		s.moe.ensure(c, s.nTok)
 	}
 	if nOut > s.nOut {
 		s.nOut = nOut
@@ -273,22 +277,11 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		m.tr("ffn_inp", li, xr)
 		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
 		m.tr("ffn_norm", li, xn)
-		gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
-		if err := m.ctx.MatMulGGML(xn, R, ffnGemm, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
-			return err
-		}
-		m.tr("ffn_gate", li, gate)
-		m.tr("ffn_up", li, up)
-		for r := 0; r < R; r++ {
-			g := gate[r*c.FFN : (r+1)*c.FFN]
-			if m.gelu != nil {
-				gegluRow(g, up[r*c.FFN:(r+1)*c.FFN], m.gelu)
-			} else {
-				siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+		if ly.experts != nil {
+			if err := m.moeFFN(ly, xn, R, ffnGemm, proj[:R*H]); err != nil {
+				return err
 			}
-		}
-		m.tr("ffn_swiglu", li, gate)
-		if err := m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj}); err != nil {
+		} else if err := m.denseFFN(li, xn, R, ffnGemm, proj[:R*H]); err != nil {
 			return err
 		}
 		m.tr("ffn_out", li, proj)
@@ -331,6 +324,27 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// denseFFN computes the gated FFN of R rows xn into out ([R x Hidden]).
+func (m *Model) denseFFN(li int, xn []float32, R int, ffnGemm rowModes, proj []float32) error {
+	c, s, ly := &m.cfg, &m.s, &m.layers[li]
+	gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
+	if err := m.ctx.MatMulGGML(xn, R, ffnGemm, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
+		return err
+	}
+	m.tr("ffn_gate", li, gate)
+	m.tr("ffn_up", li, up)
+	for r := 0; r < R; r++ {
+		g := gate[r*c.FFN : (r+1)*c.FFN]
+		if m.gelu != nil {
+			gegluRow(g, up[r*c.FFN:(r+1)*c.FFN], m.gelu)
+		} else {
+			siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+		}
+	}
+	m.tr("ffn_swiglu", li, gate)
+	return m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj})
 }
 
 // outputRows lists, in increasing order, the tokens whose final hidden

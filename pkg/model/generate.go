@@ -47,6 +47,9 @@ type GenOptions struct {
 	RopeThetaLocal, RopeLinear float64
 	// Gemma 2's attention and final soft-caps (0: Gemma 2's 50 and 30).
 	AttnSoftcap, FinalSoftcap float64
+	// Mixture of experts (MoE families): Experts expert FFNs of FFN rows,
+	// ExpertsUsed of them per token (0: Mixtral's 8 and 2).
+	Experts, ExpertsUsed int
 	// Tokenizer is a Hugging Face tokenizer directory the model carries
 	// (tokenizer.json, tokenizer_config.json with its chat template)
 	// instead of a synthetic vocabulary; Vocab becomes its size. HF
@@ -79,6 +82,19 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 	}
 	if fam.tiedOnly {
 		o.Tied = true
+	}
+	if fam.moe {
+		if o.Experts == 0 {
+			o.Experts = 8
+		}
+		if o.ExpertsUsed == 0 {
+			o.ExpertsUsed = min(2, o.Experts)
+		}
+		if o.ExpertsUsed < 0 || o.ExpertsUsed > o.Experts || o.Experts > maxExperts {
+			return 0, nil, fmt.Errorf("gen-model: %d experts used of %d (want 1 <= used <= experts <= %d)", o.ExpertsUsed, o.Experts, maxExperts)
+		}
+	} else if o.Experts != 0 || o.ExpertsUsed != 0 {
+		return 0, nil, fmt.Errorf("gen-model: %s has no experts (--experts is for %s)", o.Arch, strings.Join(moeFamilies(), ", "))
 	}
 	switch {
 	case o.Hidden <= 0 || o.Layers <= 0 || o.Heads <= 0 || o.KVHeads <= 0 || o.FFN <= 0:
@@ -202,6 +218,9 @@ func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
 	if !ok || t.rows == 0 {
 		return dt
 	}
+	if t.f32 {
+		return hfStoreType(dt)
+	}
 	if t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight") {
 		return tensor.Q6_K
 	}
@@ -226,7 +245,18 @@ type genTensor struct {
 	std        float32 // spread of the uniform values
 	center     float32 // 1 for norm weights
 	ropeHeads  int     // > 0: q/k rows to permute to GGUF's adjacent-pair RoPE layout
+	// experts > 0: a stack of that many [rows x cols] matrices, one 3-D
+	// tensor in GGUF (row r of expert e is row e*rows+r), one tensor per
+	// expert in Hugging Face form.
+	experts int
+	// f32: GGUF stores it as f32 whatever the model's type (a router, as
+	// llama.cpp's converter and llama-quantize keep it), holding the
+	// values the Hugging Face form stores.
+	f32 bool
 }
+
+// genRows is the number of rows the generator produces for t.
+func (t *genTensor) genRows() int { return max(t.rows, 1) * max(t.experts, 1) }
 
 func (o *GenOptions) tensors(fam *family) []genTensor {
 	H, qDim, kvDim := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
@@ -259,14 +289,22 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "attn_k_norm.weight", cols: o.HeadDim, std: 0.05, center: 1})
 		}
 		ts = append(ts, genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1})
-		if fam.fusedProj { // gate rows first, then up
+		if fam.moe {
+			ts = append(ts,
+				genTensor{name: p + "ffn_gate_inp.weight", rows: o.Experts, cols: H, std: 1 / float32(math.Sqrt(float64(H))), f32: true},
+				genTensor{name: p + "ffn_gate_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
+				genTensor{name: p + "ffn_up_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
+				genTensor{name: p + "ffn_down_exps.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN), experts: o.Experts})
+		} else if fam.fusedProj { // gate rows first, then up
 			ts = append(ts, genTensor{name: p + "ffn_up.weight", rows: 2 * o.FFN, cols: H, std: lin(o.FFN, H)})
 		} else {
 			ts = append(ts,
 				genTensor{name: p + "ffn_gate.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)},
 				genTensor{name: p + "ffn_up.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H)})
 		}
-		ts = append(ts, genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
+		if !fam.moe {
+			ts = append(ts, genTensor{name: p + "ffn_down.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN)})
+		}
 		if fam.postNorms {
 			ts = append(ts, genTensor{name: p + "post_attention_norm.weight", cols: H, std: 0.05, center: 1},
 				genTensor{name: p + "post_ffw_norm.weight", cols: H, std: 0.05, center: 1})
@@ -376,6 +414,9 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 	}
 	w.Set(arch+".attention.layer_norm_rms_epsilon", float32(o.RMSEps))
 	w.Set(arch+".vocab_size", uint32(o.Vocab))
+	if fam.moe {
+		genExpertsGGUF(w, arch, &o)
+	}
 	if fam.genGGUF != nil {
 		fam.genGGUF(w, &o)
 	}
@@ -395,13 +436,16 @@ func ggufWriter(o GenOptions) (*gguf.Writer, error) {
 		t := t
 		typ, ggmlType := tensor.F32, gguf.F32
 		tdt := o.typeOf(&t, dt)
-		if t.rows > 0 {
+		if t.rows > 0 && !t.f32 {
 			typ, ggmlType = tdt, ggufType(tdt)
 		}
 		shape := []uint64{uint64(t.cols)}
-		rows := max(t.rows, 1)
+		rows := t.genRows()
 		if t.rows > 0 {
 			shape = append(shape, uint64(t.rows))
+		}
+		if t.experts > 0 {
+			shape = append(shape, uint64(t.experts))
 		}
 		// GGUF files of adjacent-pair RoPE families store q/k in that order.
 		permute := t.ropeHeads > 0 && !fam.ropeNeox
@@ -498,21 +542,29 @@ func GenerateHF(dir string, o GenOptions) error {
 		if t.rows > 0 {
 			shape = []int64{int64(t.rows), int64(t.cols)}
 		}
-		wts = append(wts, safetensors.WriteTensor{Name: fam.hfName(t.name), DType: stDType, Shape: shape,
-			Fill: func(out io.Writer) error {
-				buf := make([]float32, t.cols)
-				for r := 0; r < max(t.rows, 1); r++ {
-					o.values(&t, r, buf, o.typeOf(&t, dt))
-					enc, err := tensor.Quantize(hfType, buf)
-					if err != nil {
-						return err
+		// A stack of experts is one tensor per expert (rows r0.. of the
+		// generator's rows).
+		for e := range max(t.experts, 1) {
+			name, r0 := t.name, 0
+			if t.experts > 0 {
+				name, r0 = fmt.Sprintf("%s.%d.weight", strings.TrimSuffix(t.name, ".weight"), e), e*t.rows
+			}
+			wts = append(wts, safetensors.WriteTensor{Name: fam.hfName(name), DType: stDType, Shape: shape,
+				Fill: func(out io.Writer) error {
+					buf := make([]float32, t.cols)
+					for r := r0; r < r0+max(t.rows, 1); r++ {
+						o.values(&t, r, buf, o.typeOf(&t, dt))
+						enc, err := tensor.Quantize(hfType, buf)
+						if err != nil {
+							return err
+						}
+						if _, err := out.Write(enc); err != nil {
+							return err
+						}
 					}
-					if _, err := out.Write(enc); err != nil {
-						return err
-					}
-				}
-				return nil
-			}})
+					return nil
+				}})
+		}
 	}
 	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), wts, map[string]string{"format": "pt"}); err != nil {
 		return fmt.Errorf("gen-model: %w", err)

@@ -59,6 +59,10 @@ type layer struct {
 	postAttn, postFFN []float32      // gemma's output norms [Hidden] (nil otherwise)
 	window            int            // sliding window of this layer (0: whole context)
 	wGate, wUp, wDown *tensor.Matrix
+	// Mixture of experts (Config.Experts > 0) in place of wGate/wUp/wDown:
+	// the router [Experts x Hidden] and the experts.
+	gateInp *tensor.Matrix
+	experts []expert
 }
 
 // Model is a loaded model. Forward is not safe for concurrent use: one
@@ -319,6 +323,15 @@ func (m *Model) loadWeights(l *loader) error {
 				name       string
 				rows, cols int
 			}{{&ly.wo, "attn_output", H, qDim}, {&ly.wDown, "ffn_down", H, c.FFN}}
+		}
+		if c.Experts > 0 {
+			if m.fam.fusedProj {
+				return fmt.Errorf("%s: %s with experts is not supported", l.src.path(), c.Arch)
+			}
+			if err := m.loadExperts(l, ly, p); err != nil {
+				return err
+			}
+			mats = mats[:4] // attention only
 		}
 		for _, mt := range mats {
 			if *mt.dst, err = l.matrix(p+mt.name+".weight", mt.rows, mt.cols); err != nil {
