@@ -67,8 +67,13 @@ type Config struct {
 	// top ones in descending order, weighted by those probabilities —
 	// renormalised over the chosen ones when ExpertsNorm (llama.cpp's
 	// norm_w) — and summed in that order.
+	// SharedFFN > 0 adds a shared expert (qwen2moe): a SwiGLU FFN that
+	// wide every token runs, its output times the sigmoid of a gate row
+	// (ffn_gate_inp_shexp), added to the experts' sum. With experts, FFN
+	// is each expert's width.
 	Experts, ExpertsUsed int
 	ExpertsNorm          bool
+	SharedFFN            int
 }
 
 // RopeScaling is a supported RoPE frequency scaling.

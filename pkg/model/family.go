@@ -37,6 +37,9 @@ type family struct {
 	qkvBias bool
 	// qkNorm: per-head RMSNorm of q and k; required when set.
 	qkNorm bool
+	// qkNormFull: the q/k RMSNorms span the whole q and k vectors
+	// (Heads*HeadDim, KVHeads*HeadDim) instead of one head (olmoe).
+	qkNormFull bool
 	// normShift: Hugging Face norm weights hold w of a (1 + w) RMSNorm
 	// (Gemma); llama.cpp's converter adds 1 to every *norm.weight, so the
 	// HF loader does the same, rounding as the converter does.
@@ -57,6 +60,9 @@ type family struct {
 	// moe: the family's FFN is a mixture of experts (Config.Experts;
 	// gen-model writes a router and experts in place of the FFN).
 	moe bool
+	// sharedExpert: with the experts, a shared expert every token runs
+	// (Config.SharedFFN; qwen2moe).
+	sharedExpert bool
 	// hfTensors maps GGUF tensor-name parts (after "blk.N.") to Hugging
 	// Face ones beyond the common llama-style map (commonHFTensors). A
 	// stacked expert tensor (ffn_gate_exps) maps to a name with %d, the

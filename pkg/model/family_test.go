@@ -19,7 +19,8 @@ func TestFamilyRegistry(t *testing.T) {
 		"llama": {"llama", "LlamaForCausalLM"}, "mistral": {"llama", "MistralForCausalLM"},
 		"qwen2": {"qwen2", "Qwen2ForCausalLM"}, "qwen3": {"qwen3", "Qwen3ForCausalLM"},
 		"gemma3": {"gemma3", "Gemma3ForCausalLM"}, "gemma2": {"gemma2", "Gemma2ForCausalLM"},
-		"mixtral": {"llama", "MixtralForCausalLM"},
+		"mixtral": {"llama", "MixtralForCausalLM"}, "qwen3moe": {"qwen3moe", "Qwen3MoeForCausalLM"},
+		"qwen2moe": {"qwen2moe", "Qwen2MoeForCausalLM"}, "olmoe": {"olmoe", "OlmoeForCausalLM"},
 	}
 	for name, w := range want {
 		f, err := lookupFamily(name)
@@ -40,7 +41,8 @@ func TestFamilyRegistry(t *testing.T) {
 		}
 	}
 	// config.json's model_type: a family's hfType, else its name.
-	for mt, name := range map[string]string{"gemma3_text": "gemma3", "gemma2": "gemma2", "llama": "llama", "qwen3": "qwen3"} {
+	for mt, name := range map[string]string{"gemma3_text": "gemma3", "gemma2": "gemma2", "llama": "llama", "qwen3": "qwen3",
+		"mixtral": "mixtral", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe"} {
 		if f, err := lookupHFFamily(mt); err != nil || f.name != name {
 			t.Errorf("model_type %s: %v, %v", mt, f, err)
 		}

@@ -78,7 +78,8 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.x, s.xn, s.proj = make([]float32, nTok*c.Hidden), make([]float32, nTok*c.Hidden), make([]float32, nTok*c.Hidden)
 		s.q, s.att = make([]float32, nTok*qDim), make([]float32, nTok*qDim)
 		s.k, s.v = make([]float32, nTok*kvDim), make([]float32, nTok*kvDim)
-		s.gate, s.up = make([]float32, nTok*c.FFN), make([]float32, nTok*c.FFN)
+		ffn := max(c.FFN, c.SharedFFN)
+		s.gate, s.up = make([]float32, nTok*ffn), make([]float32, nTok*ffn)
 		s.cos, s.sin = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
 		if m.localRope {
 			s.cosL, s.sinL = make([]float32, nTok*c.HeadDim/2), make([]float32, nTok*c.HeadDim/2)
@@ -278,7 +279,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
 		m.tr("ffn_norm", li, xn)
 		if ly.experts != nil {
-			if err := m.moeFFN(ly, xn, R, ffnGemm, proj[:R*H]); err != nil {
+			if err := m.moeFFN(li, xn, R, ffnGemm, proj[:R*H]); err != nil {
 				return err
 			}
 		} else if err := m.denseFFN(li, xn, R, ffnGemm, proj[:R*H]); err != nil {
@@ -328,19 +329,20 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 
 // denseFFN computes the gated FFN of R rows xn into out ([R x Hidden]).
 func (m *Model) denseFFN(li int, xn []float32, R int, ffnGemm rowModes, proj []float32) error {
-	c, s, ly := &m.cfg, &m.s, &m.layers[li]
-	gate, up := s.gate[:R*c.FFN], s.up[:R*c.FFN]
+	s, ly := &m.s, &m.layers[li]
+	F := ly.wGate.Rows // Config.FFN, or a shared expert's SharedFFN
+	gate, up := s.gate[:R*F], s.up[:R*F]
 	if err := m.ctx.MatMulGGML(xn, R, ffnGemm, tensor.Out{W: ly.wGate, Y: gate}, tensor.Out{W: ly.wUp, Y: up}); err != nil {
 		return err
 	}
 	m.tr("ffn_gate", li, gate)
 	m.tr("ffn_up", li, up)
 	for r := 0; r < R; r++ {
-		g := gate[r*c.FFN : (r+1)*c.FFN]
+		g := gate[r*F : (r+1)*F]
 		if m.gelu != nil {
-			gegluRow(g, up[r*c.FFN:(r+1)*c.FFN], m.gelu)
+			gegluRow(g, up[r*F:(r+1)*F], m.gelu)
 		} else {
-			siluRow(g, g, up[r*c.FFN:(r+1)*c.FFN], m.lanes)
+			siluRow(g, g, up[r*F:(r+1)*F], m.lanes)
 		}
 	}
 	m.tr("ffn_swiglu", li, gate)

@@ -50,6 +50,9 @@ type GenOptions struct {
 	// Mixture of experts (MoE families): Experts expert FFNs of FFN rows,
 	// ExpertsUsed of them per token (0: Mixtral's 8 and 2).
 	Experts, ExpertsUsed int
+	// SharedFFN is the width of a shared expert (families that have one;
+	// 0: 2*FFN).
+	SharedFFN int
 	// Tokenizer is a Hugging Face tokenizer directory the model carries
 	// (tokenizer.json, tokenizer_config.json with its chat template)
 	// instead of a synthetic vocabulary; Vocab becomes its size. HF
@@ -93,7 +96,13 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		if o.ExpertsUsed < 0 || o.ExpertsUsed > o.Experts || o.Experts > maxExperts {
 			return 0, nil, fmt.Errorf("gen-model: %d experts used of %d (want 1 <= used <= experts <= %d)", o.ExpertsUsed, o.Experts, maxExperts)
 		}
-	} else if o.Experts != 0 || o.ExpertsUsed != 0 {
+		if fam.sharedExpert && o.SharedFFN == 0 {
+			o.SharedFFN = 2 * o.FFN
+		}
+		if !fam.sharedExpert && o.SharedFFN != 0 {
+			return 0, nil, fmt.Errorf("gen-model: %s has no shared expert", o.Arch)
+		}
+	} else if o.Experts != 0 || o.ExpertsUsed != 0 || o.SharedFFN != 0 {
 		return 0, nil, fmt.Errorf("gen-model: %s has no experts (--experts is for %s)", o.Arch, strings.Join(moeFamilies(), ", "))
 	}
 	switch {
@@ -114,7 +123,7 @@ func (o *GenOptions) normalize() (tensor.DType, *family, error) {
 		return 0, nil, fmt.Errorf("gen-model: %w (or a llama.cpp mix: %s)", err, mixNames())
 	}
 	if bl := dt.BlockLen(); bl > 1 {
-		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim} {
+		for _, n := range []int{o.Hidden, o.FFN, o.Heads * o.HeadDim, max(o.SharedFFN, bl)} {
 			if n%bl != 0 {
 				return 0, nil, fmt.Errorf("gen-model: %s needs every row length to be a multiple of %d; %d is not", o.DType, bl, n)
 			}
@@ -284,9 +293,13 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "attn_v.bias", cols: kvDim, std: 0.05})
 		}
 		if fam.qkNorm {
+			qn, kn := o.HeadDim, o.HeadDim
+			if fam.qkNormFull {
+				qn, kn = qDim, kvDim
+			}
 			ts = append(ts,
-				genTensor{name: p + "attn_q_norm.weight", cols: o.HeadDim, std: 0.05, center: 1},
-				genTensor{name: p + "attn_k_norm.weight", cols: o.HeadDim, std: 0.05, center: 1})
+				genTensor{name: p + "attn_q_norm.weight", cols: qn, std: 0.05, center: 1},
+				genTensor{name: p + "attn_k_norm.weight", cols: kn, std: 0.05, center: 1})
 		}
 		ts = append(ts, genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1})
 		if fam.moe {
@@ -295,6 +308,14 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "ffn_gate_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
 				genTensor{name: p + "ffn_up_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
 				genTensor{name: p + "ffn_down_exps.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN), experts: o.Experts})
+			if fam.sharedExpert {
+				F := o.SharedFFN
+				ts = append(ts,
+					genTensor{name: p + "ffn_gate_inp_shexp.weight", rows: 1, cols: H, std: 1 / float32(math.Sqrt(float64(H))), f32: true},
+					genTensor{name: p + "ffn_gate_shexp.weight", rows: F, cols: H, std: lin(F, H)},
+					genTensor{name: p + "ffn_up_shexp.weight", rows: F, cols: H, std: lin(F, H)},
+					genTensor{name: p + "ffn_down_shexp.weight", rows: H, cols: F, std: lin(H, F)})
+			}
 		} else if fam.fusedProj { // gate rows first, then up
 			ts = append(ts, genTensor{name: p + "ffn_up.weight", rows: 2 * o.FFN, cols: H, std: lin(o.FFN, H)})
 		} else {

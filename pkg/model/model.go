@@ -63,6 +63,9 @@ type layer struct {
 	// the router [Experts x Hidden] and the experts.
 	gateInp *tensor.Matrix
 	experts []expert
+	// A shared expert (Config.SharedFFN > 0) is wGate/wUp/wDown, gated by
+	// sigmoid(shexpGate · x), shexpGate [1 x Hidden].
+	shexpGate *tensor.Matrix
 }
 
 // Model is a loaded model. Forward is not safe for concurrent use: one
@@ -331,7 +334,17 @@ func (m *Model) loadWeights(l *loader) error {
 			if err := m.loadExperts(l, ly, p); err != nil {
 				return err
 			}
-			mats = mats[:4] // attention only
+			mats = mats[:4] // attention, and the shared expert if any
+			if F := c.SharedFFN; F > 0 {
+				mats = append(mats, []struct {
+					dst        **tensor.Matrix
+					name       string
+					rows, cols int
+				}{{&ly.wGate, "ffn_gate_shexp", F, H}, {&ly.wUp, "ffn_up_shexp", F, H}, {&ly.wDown, "ffn_down_shexp", H, F}}...)
+				if ly.shexpGate, err = l.routerMatrix(p+"ffn_gate_inp_shexp.weight", 1, H); err != nil {
+					return err
+				}
+			}
 		}
 		for _, mt := range mats {
 			if *mt.dst, err = l.matrix(p+mt.name+".weight", mt.rows, mt.cols); err != nil {
@@ -356,12 +369,16 @@ func (m *Model) loadWeights(l *loader) error {
 		if c.Window > 0 && c.LocalLayers[i] {
 			ly.window = c.Window
 		}
+		qn, kn := c.HeadDim, c.HeadDim // rmsNormRows normalizes rows of the weight's length
+		if m.fam.qkNormFull {
+			qn, kn = qDim, kvDim
+		}
 		vecs := []struct {
 			dst  *[]float32
 			name string
 			n    int
 		}{{&ly.bq, "attn_q.bias", qDim}, {&ly.bk, "attn_k.bias", kvDim}, {&ly.bv, "attn_v.bias", kvDim},
-			{&ly.qNorm, "attn_q_norm.weight", c.HeadDim}, {&ly.kNorm, "attn_k_norm.weight", c.HeadDim}}
+			{&ly.qNorm, "attn_q_norm.weight", qn}, {&ly.kNorm, "attn_k_norm.weight", kn}}
 		for _, v := range vecs {
 			if *v.dst, err = l.optionalVector(p+v.name, v.n); err != nil {
 				return err

@@ -135,7 +135,7 @@ func (l *loader) stackedMatrices(name string, rows, cols int, dst []**tensor.Mat
 	return nil
 }
 
-// moeFFN computes the mixture-of-experts FFN of R rows xn into out
+// moeFFN computes the mixture-of-experts FFN of layer li of R rows xn into out
 // ([R x Hidden]) as llama.cpp's build_moe_ffn does on the CPU:
 //
 //   - router logits: a dense product (modes: the batch's kernels);
@@ -150,7 +150,40 @@ func (l *loader) stackedMatrices(name string, rows, cols int, dst []**tensor.Mat
 //     single-row kernels: a row's result does not depend on the rows that
 //     share its expert;
 //   - each output times its weight, then summed in slot order.
-func (m *Model) moeFFN(ly *layer, xn []float32, R int, modes rowModes, out []float32) error {
+func (m *Model) moeFFN(li int, xn []float32, R int, modes rowModes, out []float32) error {
+	ly := &m.layers[li]
+	if err := m.routedExperts(ly, xn, R, modes, out); err != nil {
+		return err
+	}
+	if ly.shexpGate == nil {
+		return nil
+	}
+	// The shared expert (qwen2moe): a dense FFN with the batch's kernels,
+	// times silu(g)/g — llama.cpp's sigmoid of the gate logit g — added
+	// to the experts' sum.
+	s := &m.s.moe
+	H := m.cfg.Hidden
+	g := s.logits[:R]
+	if err := m.ctx.MatMulGGML(xn, R, modes, tensor.Out{W: ly.shexpGate, Y: g}); err != nil {
+		return err
+	}
+	sh := s.x[:R*H]
+	if err := m.denseFFN(li, xn, R, modes, sh); err != nil {
+		return err
+	}
+	for r := 0; r < R; r++ {
+		v := g[r]
+		sg := v / (1 + tensor.Expf(-v)) / v
+		o, y := out[r*H:(r+1)*H], sh[r*H:(r+1)*H]
+		for i := range o {
+			o[i] += float32(y[i] * sg)
+		}
+	}
+	return nil
+}
+
+// routedExperts computes the routed experts' weighted sum (moeFFN).
+func (m *Model) routedExperts(ly *layer, xn []float32, R int, modes rowModes, out []float32) error {
 	c, s := &m.cfg, &m.s.moe
 	E, K, H, F := c.Experts, c.ExpertsUsed, c.Hidden, c.FFN
 	logits := s.logits[:R*E]
