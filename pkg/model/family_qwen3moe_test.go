@@ -19,6 +19,19 @@ func TestQwen3MoeLlamaCpp(t *testing.T) {
 	})
 }
 
+// TestQwen3MoeQ4KMLlamaCpp: the experts in llama.cpp's Q4_K_M mix (q4_K
+// experts, which llama.cpp repacks to q4_K_8x8 and multiplies row by row
+// with its gemv in ggml_mul_mat_id, q6_K output head, router f32) are
+// bit-exact with llama.cpp too.
+func TestQwen3MoeQ4KMLlamaCpp(t *testing.T) {
+	checkFamilyFixture(t, familyFixture{
+		opts: GenOptions{Arch: "qwen3moe", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 512,
+			Seed: 47, Experts: 16, ExpertsUsed: 4},
+		runs:  map[string]string{"q4_K_M": "llamacpp_qwen3moe_q4_K_M.jsonl"},
+		forms: []string{"gguf-q4_K_M"},
+	})
+}
+
 // TestQwen3MoeConfig: the experts' width and counts from GGUF and
 // config.json; what llama.cpp's qwen3moe cannot compute is refused by
 // name.
