@@ -104,7 +104,15 @@ func (q *requester) payload(s Sample) ([]byte, error) {
 			"stream_options": map[string]bool{"include_usage": true},
 		}
 	}
-	if q.ignoreEOS && q.api != APILightLLM {
+	switch {
+	case s.Schema != nil && q.api == APILightLLM:
+		// A constrained answer ends where its JSON does: no ignore_eos.
+		params := body["parameters"].(map[string]any)
+		params["guided_json"], params["ignore_eos"] = s.Schema, false
+	case s.Schema != nil:
+		body["response_format"] = map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": "bench", "schema": s.Schema}}
+	case q.ignoreEOS && q.api != APILightLLM:
 		body["ignore_eos"] = true // vLLM, SGLang and LightLLM extension
 	}
 	return json.Marshal(body)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 )
@@ -24,6 +25,29 @@ type Sample struct {
 	Prompt    string
 	PromptLen int
 	OutputLen int
+	// Schema, when set, makes the request structured output: a
+	// json_schema response_format (guided_json on the native API).
+	Schema json.RawMessage
+}
+
+// WithSchemas makes a share (0..1) of samples structured, spread evenly
+// over the run (sample i when floor((i+1)*share) passes floor(i*share)),
+// taking the schemas in turn: the structured-output workload.
+func WithSchemas(samples []Sample, share float64, schemas []json.RawMessage) error {
+	if share < 0 || share > 1 || math.IsNaN(share) {
+		return fmt.Errorf("bench: structured share %g: want 0..1", share)
+	}
+	if share > 0 && len(schemas) == 0 {
+		return errors.New("bench: a structured share with no schemas")
+	}
+	next := 0
+	for i := range samples {
+		if math.Floor(float64(i+1)*share) > math.Floor(float64(i)*share) {
+			samples[i].Schema = schemas[next%len(schemas)]
+			next++
+		}
+	}
+	return nil
 }
 
 // vLLM's ShareGPT filters (benchmark_serving.py sample_sharegpt_requests).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestShareGPTFilters(t *testing.T) {
 	// n caps the sample count; the seed makes the choice repeatable.
 	a, _ := LoadShareGPT(path, tok, 1, 7, 0)
 	b, _ := LoadShareGPT(path, tok, 1, 7, 0)
-	if len(a) != 1 || a[0] != b[0] {
+	if len(a) != 1 || !reflect.DeepEqual(a[0], b[0]) {
 		t.Fatalf("seeded sampling differs: %+v %+v", a, b)
 	}
 }
@@ -171,7 +172,7 @@ func TestRandomSamples(t *testing.T) {
 		t.Fatalf("prompt lengths span [%d, %d], want a spread within [50, 150]", minIn, maxIn)
 	}
 	again, _ := RandomSamples(tok, 200, 100, 20, 0.5, 42)
-	if again[17] != got[17] {
+	if !reflect.DeepEqual(again[17], got[17]) {
 		t.Fatal("same seed, different prompts")
 	}
 	fixed, _ := RandomSamples(tok, 5, 64, 8, 0, 1)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lightllm-go/lightllm/pkg/bench"
+	"github.com/lightllm-go/lightllm/pkg/grammar"
 	"github.com/lightllm-go/lightllm/pkg/tokenizer"
 )
 
@@ -32,6 +34,8 @@ func newBenchCmd() *cobra.Command {
 		inputLen, outputLen  int
 		turnInputLen         int
 		rangeRatio           float64
+		structured           float64
+		schemaDir            string
 		goodput              []string
 		seed                 int64
 	)
@@ -105,6 +109,22 @@ func newBenchCmd() *cobra.Command {
 			if !multi && len(samples) < numPrompts {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the dataset yields %d valid prompts, fewer than --num-prompts %d\n", len(samples), numPrompts)
 			}
+			if structured > 0 {
+				if multi {
+					return errors.New("--structured-share: not with the multiturn dataset")
+				}
+				corpus, err := grammar.LoadBenchCorpus(schemaDir)
+				if err != nil {
+					return fmt.Errorf("--schemas: %w", err)
+				}
+				schemas := make([]json.RawMessage, len(corpus))
+				for i, c := range corpus {
+					schemas[i] = c.Schema
+				}
+				if err := bench.WithSchemas(samples, structured, schemas); err != nil {
+					return err
+				}
+			}
 			cfg.DatasetID = dataset
 			if bench.IsTerminal(os.Stderr) {
 				cfg.Progress = os.Stderr
@@ -169,6 +189,8 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&tokDir, "tokenizer", "", "tokenizer directory (tokenizer.json) or .gguf file: needed for datasets")
 	f.StringSliceVar(&goodput, "goodput", nil, "SLOs in ms for goodput: ttft:MS tpot:MS e2el:MS")
 	f.StringVar(&jsonOut, "json", "", "write the full report as JSON to this file")
+	f.Float64Var(&structured, "structured-share", 0, "share of requests (0..1, spread evenly) asking for json_schema output, schemas of --schemas in turn")
+	f.StringVar(&schemaDir, "schemas", "pkg/grammar/testdata/schemas", "with --structured-share: directory of JSON Schema files")
 	f.StringVar(&svg, "plot", "", "write TTFT/TPOT CDFs and throughput over time to this .svg file")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 6*time.Hour, "give up on a single request after this long")
 	return cmd
