@@ -78,6 +78,7 @@ func newBenchEngineCmd() *cobra.Command {
 	f.IntVar(&o.GenTokens, "gen_tokens", 64, "tokens generated per sequence in the decode tests")
 	f.IntSliceVar(&o.Sequences, "sequences", []int{1, 4, 16}, "decode tests with this many sequences at once")
 	f.IntVar(&o.Context, "context", 0, "also measure decode after a prompt of this many tokens (1 sequence and the largest --sequences count)")
+	f.IntVar(&o.PrefillChunk, "prefill_chunk", 512, "prompt chunk of the prefill tests (llama.cpp's default n_ubatch, which bench.mjs and longctx.mjs use)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&o.MmapWeights, "mmap_weights", false, "compute from the file mapping instead of huge-page copies of the weights")
 	f.StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file (go tool pprof)")

@@ -22,6 +22,17 @@ type BenchOptions struct {
 	// Context-token prompt, then timed generating GenTokens tokens
 	// (longctx.mjs's decode_tok_s_at_P for S = 1).
 	Context int
+	// PrefillChunk is the prompt chunk (Options.BatchMaxTokens) of the
+	// prefill tests; 0 is 512, llama.cpp's default n_ubatch, which
+	// bench.mjs and longctx.mjs run with.
+	PrefillChunk int
+}
+
+func (o BenchOptions) prefillChunk() int {
+	if o.PrefillChunk > 0 {
+		return o.PrefillChunk
+	}
+	return 512
 }
 
 // BenchModel loads a model and runs Bench on it; the result also names the
@@ -73,7 +84,7 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 	ctxLen := o.PromptTokens + o.GenTokens + 8
 	greedy.MaxNewTokens = 1
 	r, err := benchRun(ctx, m, Options{MaxTotalTokens: ctxLen, MaxReqTotalLen: ctxLen,
-		BatchMaxTokens: min(512, o.PromptTokens), DisablePromptCache: true, SkipLogProbs: true}, [][]int32{prompt}, greedy)
+		BatchMaxTokens: min(o.prefillChunk(), o.PromptTokens), DisablePromptCache: true, SkipLogProbs: true}, [][]int32{prompt}, greedy)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +141,7 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 		}
 		per := o.Context + o.GenTokens + 8
 		r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * per, MaxReqTotalLen: per,
-			BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
+			BatchMaxTokens: o.prefillChunk(), DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
 		if err != nil {
 			return err
 		}

@@ -105,6 +105,9 @@ type Model struct {
 	// panel8: some matrix is iq4_xs, which llama.cpp computes with its IQ
 	// panel gemm for chunks of 8 or more tokens (another rounding class).
 	panel8 bool
+	// rowBlock is the most token rows Forward computes the per-row parts
+	// of a layer for at once (defaultRowBlock; tests make it small).
+	rowBlock int
 	// gemm4: some matrix is q4_K or q2_K, which llama.cpp computes with its
 	// repacked gemm on a chunk's rows in fours and the rest with its gemv.
 	gemm4 bool
@@ -398,6 +401,7 @@ func (m *Model) loadWeights(l *loader) error {
 	}
 	l.finished()
 	m.panel8 = l.counts[tensor.IQ4_XS] > 0
+	m.rowBlock = defaultRowBlock
 	m.gemm4 = l.counts[tensor.Q4_K] > 0 || l.counts[tensor.Q2_K] > 0
 	var best int64
 	for dt, n := range l.counts {
