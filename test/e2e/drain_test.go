@@ -296,7 +296,7 @@ func lostLogReader(t *testing.T, models, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Every role logs while serving; none may die of it.
-	before := rolePids(s.status())
+	before := s.rolesUp(30 * time.Second)
 	for range 3 {
 		if a := s.postGenerate(ctx, "", params(16)); a.err != nil || a.status != http.StatusOK || a.count != 16 {
 			t.Fatalf("/generate with no log reader: status %d, %d tokens, %v", a.status, a.count, a.err)

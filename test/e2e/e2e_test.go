@@ -77,7 +77,7 @@ func TestServer(t *testing.T) {
 
 	t.Run("kill9", func(t *testing.T) {
 		for _, role := range []string{config.RoleDetokenizer, config.RoleRouter, config.RoleMetric} {
-			before := rolePids(s.status())
+			before := s.rolesUp(30 * time.Second)
 			old := s.kill9(role)
 			s.waitRestarted(role, old, 15*time.Second)
 			after := rolePids(s.status())

@@ -44,7 +44,7 @@ func TestHealthRestartsWedgedInfer(t *testing.T) {
 		}
 	}
 
-	before := rolePids(s.status())
+	before := s.rolesUp(30 * time.Second)
 	trigger := filepath.Join(s.runDir, infer.WedgeTriggerFile)
 	var (
 		mu          sync.Mutex

@@ -209,6 +209,29 @@ func rolePids(st *rolectl.Status) map[string]int {
 	return m
 }
 
+// rolesUp waits until every role runs as a ready process and returns
+// their pids. /health is 200 before the health role, which starts last,
+// has a pid, so pids read at the first 200 can show it as 0 and a later
+// read as "restarted".
+func (s *server) rolesUp(d time.Duration) map[string]int {
+	s.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		st := s.status()
+		up := len(st.Roles) == len(config.AllRoles())
+		for _, r := range st.Roles {
+			up = up && r.Pid != 0 && r.Ready
+		}
+		if up {
+			return rolePids(st)
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("not every role up within %s: %+v", d, st.Roles)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitRestarted waits until role runs as a ready process other than oldPid,
 // and returns its pid.
 func (s *server) waitRestarted(role string, oldPid int, d time.Duration) int {
