@@ -80,23 +80,23 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 // dotQ5KRows and dotQ6KRows are dotQ5K / dotQ6K on len(out) consecutive
 // rows at w in one call (a decode step's rows: no Go call per row).
 func dotQ5KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
-	nb := len(xd)
-	if !hasAVX2 || nb == 0 || len(out) == 0 {
-		dotKRowsGeneric(dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
-		return
-	}
-	kArgs(w[(len(out)-1)*nb*q5KBlockBytes:], q5KBlockBytes, xq, xd, xbs)
-	q5KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, len(out), &out[0])
+	dotKRows(q5KRowsAVX2, dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
 }
 
 func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
+	dotKRows(q6KRowsAVX2, dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
+}
+
+func dotKRows(asm func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32),
+	generic func(w []byte, xq []int8, xd []float32, xbs []int16) float32,
+	bb int, w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
 	nb := len(xd)
 	if !hasAVX2 || nb == 0 || len(out) == 0 {
-		dotKRowsGeneric(dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
+		dotKRowsGeneric(generic, bb, w, xq, xd, xbs, out)
 		return
 	}
-	kArgs(w[(len(out)-1)*nb*q6KBlockBytes:], q6KBlockBytes, xq, xd, xbs)
-	q6KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, len(out), &out[0])
+	kArgs(w[(len(out)-1)*nb*bb:], bb, xq, xd, xbs)
+	asm(&w[0], &xq[0], &xd[0], &xbs[0], nb, len(out), &out[0])
 }
 
 // dotQ6Kx4 is dotQ6K of one row against four consecutive tokens (xq, xd

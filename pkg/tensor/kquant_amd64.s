@@ -213,14 +213,17 @@ q4Knext:
 	VZEROUPPER
 	RET
 
-// HSUM8 reduces Y14 into X0 as ggml's hsum_float_8.
-#define HSUM8 \
-	VEXTRACTF128 $1, Y14, X0 \
-	VADDPS       X14, X0, X0 \
-	VMOVHLPS     X0, X0, X1  \
-	VADDPS       X1, X0, X0  \
-	VMOVSHDUP    X0, X1      \
+// KHSUM reduces YF (X-form XF) into X0 as ggml's hsum_float_8 (X1
+// clobbered); HSUM8 is KHSUM of Y14.
+#define KHSUM(YF, XF) \
+	VEXTRACTF128 $1, YF, X0 \
+	VADDPS       XF, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
 	VADDSS       X1, X0, X0
+
+#define HSUM8 KHSUM(Y14, X14)
 
 // KQ5CHUNK(R): chunk R of a q5_K block (quants at 48+32R, high bits 2R
 // and 2R+1 of the qh bytes in Y11, shifted down as the chunks pass), its
@@ -392,6 +395,32 @@ q6Kloop:
 	VZEROUPPER
 	RET
 
+// KX4SETUP loads the arguments of a four-token kernel (w, xq, xd, xbs,
+// nb) and the token strides: token t's activation bytes at DI + t*R8
+// (R9 = 3*R8), its scales at DX + t*R10 (R11 = 3*R10), its 16-value sums
+// at BX + t*R12 (R13 = 3*R12); Y15 the nibble mask, Y11-Y14 (the tokens'
+// float accumulators) zero.
+#define KX4SETUP \
+	MOVQ    w+0(FP), SI       \
+	MOVQ    xq+8(FP), DI      \
+	MOVQ    xd+16(FP), DX     \
+	MOVQ    xbs+24(FP), BX    \
+	MOVQ    nb+32(FP), CX     \
+	MOVQ    CX, R8            \
+	SHLQ    $8, R8            \
+	LEAQ    (R8)(R8*2), R9    \
+	MOVQ    CX, R10           \
+	SHLQ    $2, R10           \
+	LEAQ    (R10)(R10*2), R11 \
+	MOVQ    CX, R12           \
+	SHLQ    $5, R12           \
+	LEAQ    (R12)(R12*2), R13 \
+	VMOVDQU kqm4<>(SB), Y15   \
+	VXORPS  Y11, Y11, Y11     \
+	VXORPS  Y12, Y12, Y12     \
+	VXORPS  Y13, Y13, Y13     \
+	VXORPS  Y14, Y14, Y14
+
 // kq6eo: VPSHUFB mask putting a q6_K block's even scales in bytes 0-7 and
 // its odd ones in bytes 8-15.
 DATA kq6eo<>+0(SB)/8, $0x0e0c0a0806040200
@@ -454,13 +483,8 @@ GLOBL kq6eo<>(SB), RODATA|NOPTR, $16
 
 // Q6X4HSUM: ggml's hsum_float_8 of YF (X-form XF) into OUT.
 #define Q6X4HSUM(YF, XF, OUT) \
-	VEXTRACTF128 $1, YF, X0 \
-	VADDPS       XF, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0 \
-	VMOVSS       X0, OUT
+	KHSUM(YF, XF) \
+	VMOVSS X0, OUT
 
 // func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 // The AVX2 ggml_vec_dot_q6_K_q8_K of one row against four consecutive
@@ -468,25 +492,7 @@ GLOBL kq6eo<>(SB), RODATA|NOPTR, $16
 // xbs + t*16*nb): each token's lanes hold the same integers, fused and
 // reduced in the same order, as q6KRowsAVX2 on that token alone.
 TEXT ·q6KDotx4AVX2(SB), NOSPLIT, $0-48
-	MOVQ    w+0(FP), SI
-	MOVQ    xq+8(FP), DI
-	MOVQ    xd+16(FP), DX
-	MOVQ    xbs+24(FP), BX
-	MOVQ    nb+32(FP), CX
-	MOVQ    CX, R8
-	SHLQ    $8, R8
-	LEAQ    (R8)(R8*2), R9
-	MOVQ    CX, R10
-	SHLQ    $2, R10
-	LEAQ    (R10)(R10*2), R11
-	MOVQ    CX, R12
-	SHLQ    $5, R12
-	LEAQ    (R12)(R12*2), R13
-	VMOVDQU kqm4<>(SB), Y15
-	VXORPS  Y11, Y11, Y11
-	VXORPS  Y12, Y12, Y12
-	VXORPS  Y13, Y13, Y13
-	VXORPS  Y14, Y14, Y14
+	KX4SETUP
 
 q6x4loop:
 	// Each token's lanes start at -32*(bs[2l]*sc[2l] + bs[2l+1]*sc[2l+1]).
@@ -598,14 +604,9 @@ GLOBL kqsign<>(SB), RODATA|NOPTR, $16
 // Q5X4HSUM: hsum_float_8 of token T's accumulators YF plus its summs
 // (element T of X7) into OUT.
 #define Q5X4HSUM(YF, XF, T, OUT) \
-	VEXTRACTF128 $1, YF, X0     \
-	VADDPS       XF, X0, X0     \
-	VMOVHLPS     X0, X0, X1     \
-	VADDPS       X1, X0, X0     \
-	VMOVSHDUP    X0, X1         \
-	VADDSS       X1, X0, X0     \
-	VPSHUFD      $(0x55*(T)), X7, X1 \
-	VADDSS       X1, X0, X0     \
+	KHSUM(YF, XF)                       \
+	VPSHUFD      $(0x55*(T)), X7, X1    \
+	VADDSS       X1, X0, X0             \
 	VMOVSS       X0, OUT
 
 // func q5KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
@@ -615,27 +616,9 @@ GLOBL kqsign<>(SB), RODATA|NOPTR, $16
 // tokens' scalar summs chains side by side in X7's elements). Frame: the
 // block's eight per-half scale vectors at 32i, the block count at 256.
 TEXT ·q5KDotx4AVX2(SB), 0, $264-48
-	MOVQ    w+0(FP), SI
-	MOVQ    xq+8(FP), DI
-	MOVQ    xd+16(FP), DX
-	MOVQ    xbs+24(FP), BX
-	MOVQ    nb+32(FP), CX
+	KX4SETUP
 	MOVQ    CX, 256(SP)
-	MOVQ    CX, R8
-	SHLQ    $8, R8
-	LEAQ    (R8)(R8*2), R9
-	MOVQ    CX, R10
-	SHLQ    $2, R10
-	LEAQ    (R10)(R10*2), R11
-	MOVQ    CX, R12
-	SHLQ    $5, R12
-	LEAQ    (R12)(R12*2), R13
-	VMOVDQU kqm4<>(SB), Y15
 	VXORPS  X7, X7, X7
-	VXORPS  Y11, Y11, Y11
-	VXORPS  Y12, Y12, Y12
-	VXORPS  Y13, Y13, Y13
-	VXORPS  Y14, Y14, Y14
 
 q5x4loop:
 	Q5X4SCALES

@@ -359,22 +359,7 @@ func TestQ4Kx8x4MatchesOneToken(t *testing.T) {
 					}
 				}
 			}
-			xk := &ActQ8K{Q: make([]int8, 4*nb*QKK), D: make([]float32, 4*nb), BSums: make([]int16, 64*nb), S: make([]int32, 32*nb)}
-			for i := range xk.Q {
-				xk.Q[i] = int8(rng.IntN(255) - 127)
-				if trial == 0 {
-					xk.Q[i] = -127
-				}
-			}
-			for i := range xk.D {
-				xk.D[i] = rng.Float32()*2 - 1
-			}
-			for i := range xk.BSums {
-				for _, v := range xk.Q[16*i : 16*i+16] {
-					xk.BSums[i] += int16(v)
-				}
-			}
-			xk.fillS()
+			xk := randActQ8K(rng, 4, nb, trial == 0)
 			for _, gemm := range []bool{false, true} {
 				var want [32]float32
 				for tok := 0; tok < 4; tok++ {
