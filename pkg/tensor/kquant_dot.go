@@ -233,7 +233,8 @@ func dotK(w *Matrix, row []byte, xk *ActQ8K, t int, gemm4 bool) float32 {
 // cache blocks: a block of rows stays in L2 while the tokens pass. q5_K
 // and q6_K rows take four consecutive tokens at a time (dotQ5Kx4,
 // dotQ6Kx4: the same bits per token, each weight block decoded once for
-// the four).
+// the four), the tokens left over a whole block per call (dotQ5KRows,
+// dotQ6KRows).
 func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 	w, nOut, cols := o.W, o.W.Rows, m.cols
 	nb := cols / QKK
