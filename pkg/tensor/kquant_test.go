@@ -272,7 +272,9 @@ func TestQ4Kx8MatchesLlamaCpp(t *testing.T) {
 	for _, k := range []struct {
 		name string
 		f    func(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out *[8]float32)
-	}{{"Go", q4Kx8Generic}, {"asm", q4Kx8}} {
+	}{{"Go", q4Kx8Generic}, {"asm", func(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out *[8]float32) {
+		q4Kx8Rows(w, nb, xq, xd, xs, gemm, out[:])
+	}}} {
 		for _, gemm := range []bool{false, true} {
 			want := r.gemv
 			if gemm {
@@ -364,7 +366,7 @@ func TestQ4Kx8x4MatchesOneToken(t *testing.T) {
 				var want [32]float32
 				for tok := 0; tok < 4; tok++ {
 					var res [8]float32
-					q4Kx8(w, nb, xk.Q[tok*nb*QKK:], xk.D[tok*nb:], xk.S[8*tok*nb:], gemm, &res)
+					q4Kx8Rows(w, nb, xk.Q[tok*nb*QKK:], xk.D[tok*nb:], xk.S[8*tok*nb:], gemm, res[:])
 					copy(want[8*tok:], res[:])
 				}
 				for _, k := range kernels {

@@ -45,7 +45,7 @@ func packQ4Kx8(out, data []byte, rows, cols int) []byte {
 	return out
 }
 
-// q4Kx8Generic is the portable q4Kx8: the eight rows of a packed group (nb
+// q4Kx8Generic is the portable q4Kx8Rows of one group: the eight rows of a packed group (nb
 // super-blocks at w) against one q8_K activation row, with the gemv
 // (gemm false) or gemm rounding of dotQ4KGeneric / dotQ4KGemmGeneric.
 // xs holds the activation's 32-value sums, 8 per super-block.

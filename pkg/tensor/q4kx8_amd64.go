@@ -6,14 +6,9 @@ func q4Kx8GemvAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float
 //go:noescape
 func q4Kx8GemmAVX2(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
 
-// q4Kx8 computes a packed group of eight q4_K rows (nb super-blocks at w)
-// against one q8_K activation row (xs: its 32-value sums); out[r] is row r.
-func q4Kx8(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out *[8]float32) {
-	q4Kx8Rows(w, nb, xq, xd, xs, gemm, out[:])
-}
-
-// q4Kx8Rows is q4Kx8 on len(out)/8 consecutive groups at w in one call:
-// out[8g+r] is row r of group g.
+// q4Kx8Rows computes len(out)/8 consecutive packed groups of eight q4_K
+// rows (nb super-blocks each, at w) against one q8_K activation row (xs:
+// its 32-value sums) in one call: out[8g+r] is row r of group g.
 func q4Kx8Rows(w []byte, nb int, xq []int8, xd []float32, xs []int32, gemm bool, out []float32) {
 	groups := len(out) / 8
 	if !hasAVX2 || nb == 0 || groups == 0 {

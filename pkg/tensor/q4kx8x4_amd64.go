@@ -9,7 +9,7 @@ func q4Kx8x4GemmAVX2(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32
 // q4Kx8x4 computes a packed group of eight q4_K rows (nb super-blocks at
 // w) against four consecutive q8_K activation rows (xq, xd and bs hold
 // the four tokens' quants, scales and 16-value sums back to back); out[8t+r]
-// is token t, row r, bit-identical to q4Kx8 on token t alone.
+// is token t, row r, bit-identical to q4Kx8Rows on token t alone.
 func q4Kx8x4(w []byte, nb int, xq []int8, xd []float32, bs []int16, gemm bool, out *[32]float32) {
 	if !hasAVX2 || nb == 0 {
 		q4Kx8x4Generic(w, nb, xq, xd, bs, gemm, out)
