@@ -117,51 +117,59 @@ func (s *Server) completionPrompts(raw json.RawMessage, req *completionRequest) 
 		req.promptTexts = append(req.promptTexts, s.tok.Decode(ids, false))
 		return nil
 	}
+	return promptForms(raw, "prompt", maxBatchPrompts, addText, addIDs)
+}
+
+// promptForms walks an OpenAI prompt or input field (raw, named field): a
+// string, an array of strings, an array of token ids or an array of token
+// id arrays, of at most max entries. text and ids get each string or id
+// list with its parameter name (field, or field[i]).
+func promptForms(raw json.RawMessage, field string, max int, text func(t, name string) *apiError, ids func(el json.RawMessage, name string) *apiError) *apiError {
+	kinds := "'" + field + "' must be a string, an array of strings, an array of token ids or an array of token id arrays"
 	switch jsonKind(raw) {
 	case "a string":
-		text, e := decodeString(raw, "prompt")
+		t, e := decodeString(raw, field)
 		if e != nil {
 			return e
 		}
-		return addText(text, "prompt")
+		return text(t, field)
 	case "an array":
 	default:
-		return badRequest(codeInvalidType, "prompt", "'prompt' must be a string, an array of strings, an array of token ids or an array of token id arrays, got %s", jsonKind(raw))
+		return badRequest(codeInvalidType, field, kinds+", got %s", jsonKind(raw))
 	}
-	elems, e := decodeArray(raw, "prompt")
+	elems, e := decodeArray(raw, field)
 	if e != nil {
 		return e
 	}
 	if len(elems) == 0 {
-		return invalidValue("prompt", "Prompt cannot be empty")
-	}
-	switch jsonKind(elems[0]) {
-	case "a number":
-		return addIDs(raw, "prompt")
-	case "a string", "an array":
-	default:
-		return badRequest(codeInvalidType, "prompt", "'prompt' must hold strings, token ids or token id arrays, got %s", jsonKind(elems[0]))
-	}
-	if len(elems) > maxBatchPrompts {
-		return invalidValue("prompt", "at most %d prompts per request, got %d", maxBatchPrompts, len(elems))
+		return invalidValue(field, "'%s' cannot be an empty array", field)
 	}
 	first := jsonKind(elems[0])
+	switch first {
+	case "a number":
+		return ids(raw, field)
+	case "a string", "an array":
+	default:
+		return badRequest(codeInvalidType, field, kinds+", got an array of %s", first)
+	}
+	if len(elems) > max {
+		return invalidValue(field, "at most %d entries in '%s' per request, got %d", max, field, len(elems))
+	}
 	for i, el := range elems {
-		name := "prompt[" + strconv.Itoa(i) + "]"
-		if jsonKind(el) != first {
-			return badRequest(codeInvalidType, "prompt", "'prompt' mixes kinds: %s is %s, %s is %s", "prompt[0]", first, name, jsonKind(el))
+		name := field + "[" + strconv.Itoa(i) + "]"
+		if k := jsonKind(el); k != first {
+			return badRequest(codeInvalidType, field, "'%s' mixes kinds: %s[0] is %s, %s is %s", field, field, first, name, k)
 		}
+		var e *apiError
 		if first == "a string" {
-			text, e := decodeString(el, name)
-			if e == nil {
-				e = addText(text, name)
+			var t string
+			if t, e = decodeString(el, name); e == nil {
+				e = text(t, name)
 			}
-			if e != nil {
-				return e
-			}
-			continue
+		} else {
+			e = ids(el, name)
 		}
-		if e := addIDs(el, name); e != nil {
+		if e != nil {
 			return e
 		}
 	}

@@ -129,55 +129,7 @@ func (s *Server) embeddingInputs(raw json.RawMessage, req *embeddingRequest) *ap
 		req.inputs = append(req.inputs, ids)
 		return nil
 	}
-	const kinds = "'input' must be a string, an array of strings, an array of token ids or an array of token id arrays"
-	switch jsonKind(raw) {
-	case "a string":
-		text, e := decodeString(raw, "input")
-		if e != nil {
-			return e
-		}
-		return addText(text, "input")
-	case "an array":
-	default:
-		return badRequest(codeInvalidType, "input", kinds+", got %s", jsonKind(raw))
-	}
-	elems, e := decodeArray(raw, "input")
-	if e != nil {
-		return e
-	}
-	switch {
-	case len(elems) == 0:
-		return invalidValue("input", "'input' cannot be an empty array")
-	case len(elems) > maxEmbeddingInputs:
-		return invalidValue("input", "at most %d inputs per request, got %d", maxEmbeddingInputs, len(elems))
-	}
-	first := jsonKind(elems[0])
-	switch first {
-	case "a number":
-		return addIDs(raw, "input")
-	case "a string", "an array":
-	default:
-		return badRequest(codeInvalidType, "input", kinds+", got an array of %s", first)
-	}
-	for i, el := range elems {
-		name := "input[" + strconv.Itoa(i) + "]"
-		if k := jsonKind(el); k != first {
-			return badRequest(codeInvalidType, "input", "'input' mixes kinds: input[0] is %s, %s is %s", first, name, k)
-		}
-		var e *apiError
-		if first == "a string" {
-			var text string
-			if text, e = decodeString(el, name); e == nil {
-				e = addText(text, name)
-			}
-		} else {
-			e = addIDs(el, name)
-		}
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+	return promptForms(raw, "input", maxEmbeddingInputs, addText, addIDs)
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
