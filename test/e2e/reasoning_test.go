@@ -51,19 +51,6 @@ type reasoningAnswer struct {
 
 func postReasoning(base string, body map[string]any) (reasoningAnswer, error) {
 	var a reasoningAnswer
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(b))
-	if err != nil {
-		return a, err
-	}
-	defer resp.Body.Close()
-	var raw bytes.Buffer
-	if _, err := raw.ReadFrom(resp.Body); err != nil {
-		return a, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("%d %s", resp.StatusCode, raw.Bytes())
-	}
 	var r struct {
 		Choices []struct {
 			Message struct {
@@ -78,8 +65,11 @@ func postReasoning(base string, body map[string]any) (reasoningAnswer, error) {
 			} `json:"logprobs"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(raw.Bytes(), &r); err != nil || len(r.Choices) != 1 {
-		return a, fmt.Errorf("answer %s: %v", raw.Bytes(), err)
+	if err := postJSON(base+"/v1/chat/completions", body, &r); err != nil {
+		return a, err
+	}
+	if len(r.Choices) != 1 {
+		return a, fmt.Errorf("%d choices, want 1", len(r.Choices))
 	}
 	c := r.Choices[0]
 	if c.Message.ReasoningContent != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,21 +101,11 @@ type chatAnswer struct {
 
 func postChat(base string, body map[string]any) (chatAnswer, error) {
 	var a chatAnswer
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(base+"/v1/chat/completions", "application/json", bytes.NewReader(b))
-	if err != nil {
+	if err := postJSON(base+"/v1/chat/completions", body, &a); err != nil {
 		return a, err
 	}
-	defer resp.Body.Close()
-	var raw bytes.Buffer
-	if _, err := raw.ReadFrom(resp.Body); err != nil {
-		return a, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("%d %s", resp.StatusCode, raw.Bytes())
-	}
-	if err := json.Unmarshal(raw.Bytes(), &a); err != nil || len(a.Choices) != 1 {
-		return a, fmt.Errorf("answer %s: %v", raw.Bytes(), err)
+	if len(a.Choices) != 1 {
+		return a, fmt.Errorf("%d choices, want 1", len(a.Choices))
 	}
 	return a, nil
 }
