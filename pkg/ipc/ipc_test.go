@@ -398,7 +398,15 @@ func TestOptionalPusherBatches(t *testing.T) {
 			t.Fatalf("message %d: %#v", i, m)
 		}
 	}
-	if sent, dropped := push.Stats(); sent != n || dropped != 0 {
+	// The sender counts a frame as sent after its write returns, which
+	// may be after the puller has read it.
+	deadline := time.Now().Add(10 * time.Second)
+	sent, dropped := push.Stats()
+	for sent < n && dropped == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		sent, dropped = push.Stats()
+	}
+	if sent != n || dropped != 0 {
 		t.Fatalf("sent %d dropped %d, want %d and 0", sent, dropped, n)
 	}
 }
