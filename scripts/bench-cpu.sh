@@ -13,6 +13,10 @@
 #        LLAMACPP_REF=/tmp/llamacpp-ref      node-llama-cpp install (made by
 #                                            ../shared/tools/llamacpp-ref/setup.sh if absent)
 #        OUT=FILE                            also write every raw JSON line there
+#        LLAMACPP_SEQS=1                     llama.cpp's sequence counts (default SEQS): its
+#                                            multi-sequence rounds through node-llama-cpp take
+#                                            minutes (x16 ~2 tok/s) and no target uses them
+#                                            (x16 is held against llama.cpp's x1)
 # llama.cpp's README here advises one thread on these 2-core machines (its
 # spinning thread pool stalls when the other core is busy), hence THREADS=1.
 set -euo pipefail
@@ -26,6 +30,7 @@ RUNS=${RUNS:-3}
 DTYPES=${DTYPES:-"q8_0 q4_0 f16"}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 OUT=${OUT:-}
+LLAMACPP_SEQS=${LLAMACPP_SEQS:-$SEQS}
 # TinyLlama-1.1B's shape.
 SHAPE=(--arch llama --hidden 2048 --layers 22 --heads 32 --kv_heads 4 --ffn 5632 --vocab 32000)
 
@@ -76,7 +81,7 @@ for dt in $DTYPES; do
 			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$SEQS" --json)"
 		if [ -n "$REF" ]; then
 			log "$dt run $run/$RUNS: llama.cpp"
-			record llamacpp "$dt" "$(timed node "$REF/bench.mjs" "$model" "$THREADS" "$PROMPT" "$GEN" "$SEQS")"
+			record llamacpp "$dt" "$(timed node "$REF/bench.mjs" "$model" "$THREADS" "$PROMPT" "$GEN" "$LLAMACPP_SEQS")"
 		fi
 	done
 done
