@@ -13,6 +13,9 @@
 #        CACHE=/tmp/lightllm-bench-moe      generated models (~1.9 GB q8_0, ~1.0 GB q4_K_M)
 #        LLAMACPP_REF=/tmp/llamacpp-ref      node-llama-cpp install
 #        OUT=FILE                            also write every raw JSON line there
+#        LLAMACPP_SEQS=1                     llama.cpp's sequence counts (default SEQS): no
+#                                            target uses its x16, whose node-llama-cpp rounds
+#                                            take minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +27,7 @@ RUNS=${RUNS:-3}
 DTYPES=${DTYPES:-"q8_0 q4_K_M"}
 CACHE=${CACHE:-/tmp/lightllm-bench-moe}
 OUT=${OUT:-}
+LLAMACPP_SEQS=${LLAMACPP_SEQS:-$SEQS}
 SHAPE=(--arch qwen3moe --hidden 1024 --layers 16 --heads 16 --kv_heads 4 --head_dim 64 --ffn 512
 	--experts 64 --experts_used 8 --vocab 32000)
 
@@ -65,7 +69,7 @@ for dt in $DTYPES; do
 			record ours "$dt" "$thr" "$("$BIN" bench-engine --model_dir "$model" --threads "$thr" \
 				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$SEQS" --json)"
 			log "$dt $thr thr run $run/$RUNS: llama.cpp"
-			record llamacpp "$dt" "$thr" "$(node "$REF/bench.mjs" "$model" "$thr" "$PROMPT" "$GEN" "$SEQS")"
+			record llamacpp "$dt" "$thr" "$(node "$REF/bench.mjs" "$model" "$thr" "$PROMPT" "$GEN" "$LLAMACPP_SEQS")"
 		done
 	done
 done
