@@ -517,7 +517,7 @@ func ggufType(dt tensor.DType) gguf.GGMLType {
 	return map[tensor.DType]gguf.GGMLType{tensor.F32: gguf.F32, tensor.F16: gguf.F16, tensor.BF16: gguf.BF16,
 		tensor.Q8_0: gguf.Q8_0, tensor.Q4_0: gguf.Q4_0, tensor.Q4_K: gguf.Q4_K, tensor.Q5_K: gguf.Q5_K, tensor.Q6_K: gguf.Q6_K,
 		tensor.Q4_1: gguf.Q4_1, tensor.Q5_0: gguf.Q5_0, tensor.Q5_1: gguf.Q5_1, tensor.Q2_K: gguf.Q2_K, tensor.Q3_K: gguf.Q3_K,
-		tensor.IQ4_NL: gguf.IQ4_NL, tensor.IQ4_XS: gguf.IQ4_XS}[dt]
+		tensor.IQ4_NL: gguf.IQ4_NL, tensor.IQ4_XS: gguf.IQ4_XS, tensor.MXFP4: gguf.MXFP4}[dt]
 }
 
 // GenerateHF writes the same random model as a Hugging Face directory:

@@ -85,8 +85,10 @@ func (s ggufSource) get(name string) (*rawTensor, error) {
 		dt = tensor.IQ4_NL
 	case gguf.IQ4_XS:
 		dt = tensor.IQ4_XS
+	case gguf.MXFP4:
+		dt = tensor.MXFP4
 	default:
-		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)",
+		return nil, fmt.Errorf("%s: tensor %q has type %s, which is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4)",
 			s.f.Path, name, ti.Type)
 	}
 	return &rawTensor{name: name, typ: dt, shape: shape, data: s.f.TensorData(ti), mapped: s.f.Mapped()}, nil

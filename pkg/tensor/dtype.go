@@ -37,6 +37,7 @@ const (
 	Q3_K
 	IQ4_NL
 	IQ4_XS
+	MXFP4 // gpt-oss's expert weights: 32 FP4 (e2m1) values per E8M0 scale
 )
 
 // QK is the number of values in a q8_0 / q4_0 block.
@@ -48,7 +49,7 @@ const (
 )
 
 var dtypeNames = [...]string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K",
-	"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "iq4_nl", "iq4_xs"}
+	"q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "iq4_nl", "iq4_xs", "mxfp4"}
 
 func (d DType) String() string {
 	if int(d) < len(dtypeNames) {
@@ -73,7 +74,7 @@ func ParseDType(s string) (DType, error) {
 func (d DType) Quantized() bool { return d == Q8_0 || d == Q4_0 || d.KQuant() || d.lowBit() }
 
 // BlockLen is the number of values per block: 1 for float types, 32 for
-// q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl, 256 for the K-quants and iq4_xs.
+// q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl/mxfp4, 256 for the K-quants and iq4_xs.
 func (d DType) BlockLen() int {
 	switch {
 	case d.KQuant() || d == Q2_K || d == Q3_K || d == IQ4_XS:

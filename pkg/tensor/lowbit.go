@@ -11,8 +11,8 @@ import (
 )
 
 // The other ggml block types that llama-quantize writes into Q2_K,
-// Q3_K_*, IQ4_NL, IQ4_XS, Q4_1, Q5_0 and Q5_1 files. Block layouts (ggml's
-// block_q4_1, ... structs):
+// Q3_K_*, IQ4_NL, IQ4_XS, Q4_1, Q5_0 and Q5_1 files, and MXFP4 (gpt-oss's
+// expert tensors). Block layouts (ggml's block_q4_1, ... structs):
 //
 //	q4_1   32 values, 20 bytes: f16 d, f16 m, u8 qs[16]
 //	q5_0   32 values, 22 bytes: f16 d, u8 qh[4], u8 qs[16]
@@ -21,6 +21,8 @@ import (
 //	q2_K  256 values, 84 bytes: u8 scales[16], u8 qs[64], f16 d, f16 dmin
 //	q3_K  256 values, 110 bytes: u8 hmask[32], u8 qs[64], u8 scales[12], f16 d
 //	iq4_xs 256 values, 136 bytes: f16 d, u16 scales_h, u8 scales_l[4], u8 qs[128]
+//	mxfp4  32 values, 17 bytes: u8 e (E8M0 scale), u8 qs[16] (indices into
+//	       kvaluesMXFP4; value j low nibble of qs[j], j+16 the high one)
 const (
 	q41BlockBytes   = 20
 	q50BlockBytes   = 22
@@ -29,13 +31,27 @@ const (
 	q2KBlockBytes   = 84
 	q3KBlockBytes   = 110
 	iq4xsBlockBytes = 136
+	mxfp4BlockBytes = 17
 )
 
 // kvaluesIQ4NL is ggml's non-linear 4-bit grid of iq4_nl / iq4_xs.
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
+// kvaluesMXFP4 is ggml's kvalues_mxfp4: the FP4 (e2m1) values doubled, so
+// that they are integers; the block scale is halved to match (e8m0Half).
+var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+// e8m0Half is ggml_e8m0_to_fp32_half: 2^(e-128), the E8M0 scale 2^(e-127)
+// times one half, with ggml's bit patterns for the two subnormal results.
+func e8m0Half(e byte) float32 {
+	if e < 2 {
+		return math.Float32frombits(0x00200000 << e)
+	}
+	return math.Float32frombits(uint32(e-1) << 23)
+}
+
 // lowBit reports whether d is one of the types of this file.
-func (d DType) lowBit() bool { return d >= Q4_1 && d <= IQ4_XS }
+func (d DType) lowBit() bool { return d >= Q4_1 && d <= MXFP4 }
 
 // actQ8K reports whether d's dot products take activations quantized to
 // q8_K (ggml's vec_dot_type); the others take q8_0 (q8_1 for q4_1/q5_1).
@@ -66,6 +82,8 @@ func blockBytes(d DType) int {
 		return q3KBlockBytes
 	case IQ4_XS:
 		return iq4xsBlockBytes
+	case MXFP4:
+		return mxfp4BlockBytes
 	}
 	return kBlockBytes(d)
 }
@@ -169,6 +187,12 @@ func dequantizeLow(t DType, src []byte, dst []float32) {
 			for i := range y {
 				y[i] = d * float32(sc[i/16]) * float32(q3KValue(blk, i))
 			}
+		case MXFP4:
+			d := e8m0Half(blk[0])
+			for j, q := range blk[1:17] {
+				y[j] = float32(kvaluesMXFP4[q&0xF]) * d
+				y[j+16] = float32(kvaluesMXFP4[q>>4]) * d
+			}
 		case IQ4_XS:
 			d := f16At(blk)
 			for ib := 0; ib < 8; ib++ {
@@ -244,6 +268,8 @@ func quantizeLow(t DType, src []float32, dst []byte) {
 			putIQ4(blk[2:18], x, F16ToF32(F32ToF16(d)))
 		case IQ4_XS:
 			quantizeIQ4XS(x, blk)
+		case MXFP4:
+			quantizeMXFP4(x, blk)
 		case Q2_K:
 			quantizeQ2K(x, blk)
 		case Q3_K:
@@ -289,6 +315,36 @@ func nearestIQ4(v, d float32) byte {
 	best, be := 0, float32(math.Inf(1))
 	for i, g := range kvaluesIQ4NL {
 		if e := abs32(t - float32(g)); e < be {
+			best, be = i, e
+		}
+	}
+	return byte(best)
+}
+
+// quantizeMXFP4 is ggml's quantize_row_mxfp4_ref for one block: the
+// exponent floor(log2(amax)) - 2 (so amax lands in the grid's top octave),
+// then each value's nearest grid point, the first of equals.
+func quantizeMXFP4(x []float32, blk []byte) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, abs32(v))
+	}
+	var e byte
+	if amax > 0 {
+		// log2f is exact at powers of two, where the floor could differ.
+		e = byte(max(0, min(255, math.Floor(math.Log2(float64(amax)))-2+127)))
+	}
+	blk[0] = e
+	d := e8m0Half(e)
+	for j := 0; j < 16; j++ {
+		blk[1+j] = nearestMXFP4(x[j], d) | nearestMXFP4(x[j+16], d)<<4
+	}
+}
+
+func nearestMXFP4(v, d float32) byte {
+	best, be := 0, abs32(float32(kvaluesMXFP4[0])*d-v)
+	for i := 1; i < 16; i++ {
+		if e := abs32(float32(kvaluesMXFP4[i])*d - v); e < be {
 			best, be = i, e
 		}
 	}

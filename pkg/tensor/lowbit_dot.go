@@ -56,6 +56,11 @@ func (r *lowRow) decode(t DType, row []byte, cols int) {
 			for j, q := range blk[2:18] {
 				v[j], v[j+16] = kvaluesIQ4NL[q&0xF], kvaluesIQ4NL[q>>4]
 			}
+		case MXFP4:
+			r.d[b] = e8m0Half(blk[0])
+			for j, q := range blk[1:17] {
+				v[j], v[j+16] = kvaluesMXFP4[q&0xF], kvaluesMXFP4[q>>4]
+			}
 		case Q2_K:
 			r.d[b], r.m[b] = f16At(blk[80:]), f16At(blk[82:])
 			for s := 0; s < 16; s++ {
@@ -139,6 +144,10 @@ func sum8(l []int32) int32 { return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[
 //     through tinyBLAS (one set of lanes) and single tokens through
 //     ggml_vec_dot_iq4_nl_q8_0: blocks in pairs into two sets of lanes,
 //     added lane by lane, an odd last block fused as a scalar.
+//   - mxfp4: iq4_nl's kernels with the E8M0 scale (ggml_vec_dot_mxfp4_q8_0,
+//     the repacked ggml_gemv/gemm_mxfp4_8x8_q8_0 with a multiple of 8 rows),
+//     except that tinyBLAS has no mxfp4 kernel: batches of a matrix that is
+//     not repacked go through ggml_vec_dot row by row.
 //   - q2_K: repacked with a multiple of 8 rows (ggml_gemv_q2_K_8x8_q8_K /
 //     the gemm for RowGemm4 tokens): scaled products and mins in two chains
 //     fused once per block (gemv) or per 128 values (gemm), then subtracted.
@@ -154,15 +163,16 @@ func (r *lowRow) dot(t DType, rows8 bool, mode RowMode, xq []int8, xd, xs []floa
 	var acc [8]float32
 	var chain, chain2 float32
 	switch t {
-	case Q4_1, Q5_0, Q5_1, IQ4_NL:
+	case Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4:
 		i8Lanes(r.v, xq, r.sc, 1, r.lanes)
+		nl := t == IQ4_NL || t == MXFP4
 		switch {
-		case t == IQ4_NL && rows8:
+		case nl && rows8:
 			for b, d := range r.d {
 				chain = FMA32(float32(sum8(r.lanes[8*b:])), d*xd[b], chain)
 			}
 			return chain
-		case t == IQ4_NL && mode&RowSgemm == 0:
+		case t == MXFP4 || t == IQ4_NL && mode&RowSgemm == 0:
 			var acc2 [8]float32
 			nb := len(r.d)
 			b := 0

@@ -14,16 +14,17 @@ type lref struct {
 	typ        DType
 	cols, vdt  int
 	x          []float32 // lrefG tokens (regenerated, not stored)
+	wf         []float32 // the weights before ggml quantized them (regenerated)
 	act        []byte    // the first lrefT tokens quantized to the vec_dot_type
 	w          []byte    // lrefR rows
 	vec        []float32 // ggml_vec_dot_*, [token][row]
-	gemv, gemm []float32 // repacked kernels (q2_K, iq4_nl)
+	gemv, gemm []float32 // repacked kernels (q2_K, iq4_nl, mxfp4)
 	graph      []float32 // ggml_mul_mat of all lrefG tokens
 }
 
 const lrefR, lrefT, lrefG = 16, 4, 8
 
-var ggmlTypeIDs = map[uint32]DType{3: Q4_1, 6: Q5_0, 7: Q5_1, 10: Q2_K, 11: Q3_K, 20: IQ4_NL, 23: IQ4_XS}
+var ggmlTypeIDs = map[uint32]DType{3: Q4_1, 6: Q5_0, 7: Q5_1, 10: Q2_K, 11: Q3_K, 20: IQ4_NL, 23: IQ4_XS, 39: MXFP4}
 
 // lrefRand is lowbit_ref.c's frand.
 type lrefRand uint64
@@ -62,8 +63,15 @@ func readLowRef(t *testing.T) []lref {
 			t.Fatalf("fixture type %d", id)
 		}
 		r := lref{typ: typ, cols: u32(), vdt: u32()}
-		for i := 0; i < lrefR*r.cols; i++ {
-			rng.next() // the weights, stored quantized
+		r.wf = make([]float32, lrefR*r.cols) // stored quantized
+		for i := range r.wf {
+			r.wf[i] = rng.next()
+			if i%97 == 0 {
+				r.wf[i] *= 5
+			}
+			if i%64 < 16 {
+				r.wf[i] += 0.2
+			}
 		}
 		r.x = make([]float32, lrefG*r.cols)
 		for i := range r.x {
@@ -78,7 +86,7 @@ func readLowRef(t *testing.T) []lref {
 		rb, _ := typ.RowBytes(r.cols)
 		r.w = take(lrefR * rb)
 		r.vec = f32s(lrefT * lrefR)
-		if typ == Q2_K || typ == IQ4_NL {
+		if typ == Q2_K || typ == IQ4_NL || typ == MXFP4 {
 			r.gemv, r.gemm = f32s(lrefT*lrefR), f32s(lrefT*lrefR)
 		}
 		r.graph = f32s(lrefG * lrefR)
@@ -153,8 +161,9 @@ func TestLowBitActMatchesGGML(t *testing.T) {
 
 // TestLowBitMatchesLlamaCpp checks every kernel of lowbit_dot.go against
 // llama.cpp's result for the same bytes: ggml_vec_dot_*, the repacked
-// gemv/gemm of q2_K and iq4_nl, and whole batched products (tinyBLAS on
-// iq4_nl and q5_0, the IQ panel gemm on iq4_xs, vec_dot on the rest).
+// gemv/gemm of q2_K, iq4_nl and mxfp4, and whole batched products
+// (tinyBLAS on iq4_nl and q5_0, the IQ panel gemm on iq4_xs, vec_dot on the
+// rest, mxfp4 included).
 func TestLowBitMatchesLlamaCpp(t *testing.T) {
 	for _, r := range readLowRef(t) {
 		w, err := NewMatrix(r.typ, lrefR, r.cols, r.w)
@@ -197,7 +206,7 @@ func TestLowBitMatchesLlamaCpp(t *testing.T) {
 		}
 		vec, batch := kernel(false, 0), kernel(false, RowSgemm|RowGemm4)
 		switch r.typ {
-		case IQ4_NL:
+		case IQ4_NL, MXFP4:
 			check("repacked gemv", lrefT, r.gemv, kernel(true, 0))
 			check("repacked gemm", lrefT, r.gemm, kernel(true, RowGemm4|RowSgemm))
 		case Q2_K:
@@ -212,7 +221,7 @@ func TestLowBitMatchesLlamaCpp(t *testing.T) {
 }
 
 // TestMatMulGGMLLowBit: through MatMulGGML (a 16-row matrix, so llama.cpp
-// repacks q2_K and iq4_nl), each token follows the kernel llama.cpp picks
+// repacks q2_K, iq4_nl and mxfp4), each token follows the kernel llama.cpp picks
 // for its position in a batch of 4 or 8 tokens, whatever the thread count.
 func TestMatMulGGMLLowBit(t *testing.T) {
 	for _, threads := range []int{1, 2} {
@@ -236,7 +245,7 @@ func TestMatMulGGMLLowBit(t *testing.T) {
 					switch {
 					case r.typ == Q2_K && modes[tok]&RowGemm4 != 0:
 						want = r.gemm
-					case r.typ == Q2_K || r.typ == IQ4_NL:
+					case r.typ == Q2_K || r.typ == IQ4_NL || r.typ == MXFP4:
 						want = r.gemv
 					case r.typ == IQ4_XS && T >= 8 || r.typ == Q5_0 && T >= 2:
 						want = r.graph
@@ -259,8 +268,8 @@ func TestQuantizeLowRoundTrip(t *testing.T) {
 	r := readKRef(t)
 	for _, tc := range []struct {
 		typ DType
-		tol float32 // relative to the largest |value|
-	}{{Q4_1, 0.1}, {Q5_0, 0.05}, {Q5_1, 0.05}, {IQ4_NL, 0.15}, {IQ4_XS, 0.15}, {Q2_K, 0.4}, {Q3_K, 0.25}} {
+		tol float32 // relative to the largest |value|; mxfp4: ggml's quantizer clips a block at 1.5 * 2^floor(log2 amax)
+	}{{Q4_1, 0.1}, {Q5_0, 0.05}, {Q5_1, 0.05}, {IQ4_NL, 0.15}, {IQ4_XS, 0.15}, {MXFP4, 0.26}, {Q2_K, 0.4}, {Q3_K, 0.25}} {
 		enc, err := Quantize(tc.typ, r.src)
 		if err != nil {
 			t.Fatal(err)
@@ -276,6 +285,28 @@ func TestQuantizeLowRoundTrip(t *testing.T) {
 			t.Errorf("%s: max error %v of max |value| %v", tc.typ, emax, amax)
 		}
 	}
+}
+
+// TestQuantizeMXFP4MatchesGGML: mxfp4's quantizer is ggml's reference
+// one (quantize_row_mxfp4_ref, which ggml_quantize_chunk runs): the same
+// bytes for the fixture's weights.
+func TestQuantizeMXFP4MatchesGGML(t *testing.T) {
+	for _, r := range readLowRef(t) {
+		if r.typ != MXFP4 {
+			continue
+		}
+		got, err := Quantize(MXFP4, r.wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != r.w[i] {
+				t.Fatalf("byte %d (block %d): %#x, ggml %#x", i, i/mxfp4BlockBytes, got[i], r.w[i])
+			}
+		}
+		return
+	}
+	t.Fatal("no mxfp4 section in the fixture")
 }
 
 // TestDequantizeRandomBlocks: random bytes as blocks (any scale, NaN and

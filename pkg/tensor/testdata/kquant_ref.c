@@ -10,7 +10,7 @@
 #include <string.h>
 
 enum { Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14,
-       Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23 };
+       Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23, MXFP4 = 39 };
 
 typedef void (*from_float_t)(const float *, void *, int64_t);
 typedef void (*vec_dot_t)(int, float *, size_t, const void *, size_t, const void *, size_t, int);
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
 
 	// Section 2, dequantization: ggml's quantizer and to_float for every
 	// type pkg/tensor decodes.
-	int dt[] = {Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, Q4_1, Q5_0, Q5_1};
+	int dt[] = {Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, Q4_1, Q5_0, Q5_1, MXFP4};
 	enum { N = 1024 };
 	static float src[N], deq[N];
 	static uint8_t enc[N * 2];

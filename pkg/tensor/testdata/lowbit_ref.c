@@ -1,12 +1,12 @@
 // lowbit_ref writes lowbit_ref.bin: for each of q4_1, q5_0, q5_1, q2_K,
-// q3_K, iq4_nl and iq4_xs, weights quantized by ggml's own quantizer,
+// q3_K, iq4_nl, iq4_xs and mxfp4, weights quantized by ggml's own quantizer,
 // activations, their quantization to the type's vec_dot_type and the
 // products llama.cpp's CPU backend computes (the zen4 build node-llama-cpp
 // ships): ggml_vec_dot_*, the repacked gemv/gemm where llama.cpp repacks the
-// type (q2_K, iq4_nl), and a whole ggml_mul_mat of 8 tokens through
+// type (q2_K, iq4_nl, mxfp4), and a whole ggml_mul_mat of 8 tokens through
 // ggml_graph_compute (the batched paths: llamafile's tinyBLAS, the IQ panel
 // gemm). It contains no ggml code; the repacked layouts (block_q2_Kx8,
-// block_iq4_nlx8) are written out from their definitions. See README.md.
+// block_iq4_nlx8, block_mxfp4x8) are written out from their definitions. See README.md.
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { Q8_0 = 8, Q8_1 = 9, Q2_K = 10, Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23 };
+enum { Q8_0 = 8, Q8_1 = 9, Q2_K = 10, Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23, MXFP4 = 39 };
 
 typedef void (*from_float_t)(const float *, void *, int64_t);
 typedef void (*vec_dot_t)(int, float *, size_t, const void *, size_t, const void *, size_t, int);
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
 	// G graph tokens). 32-value types get an odd number of blocks (25), so
 	// kernels that take blocks in pairs run their tail.
 	enum { R = 16, T = 4, G = 8, CMAX = 800 };
-	struct { int type, cols; } types[] = {{3, 800}, {6, 800}, {7, 800}, {Q2_K, 768}, {11, 768}, {IQ4_NL, 800}, {IQ4_XS, 768}};
+	struct { int type, cols; } types[] = {{3, 800}, {6, 800}, {7, 800}, {Q2_K, 768}, {11, 768}, {IQ4_NL, 800}, {IQ4_XS, 768}, {MXFP4, 800}};
 	static float w[R * CMAX], x[G * CMAX], y[G * R];
 	static uint8_t wq[R * CMAX], xq[G * CMAX * 2], wr[R * CMAX], x4[G * CMAX * 2];
 	for (unsigned k = 0; k < sizeof types / sizeof types[0]; k++) {
@@ -99,9 +99,9 @@ int main(int argc, char **argv) {
 
 		// The repacked kernels llama.cpp uses for matrices of a multiple of
 		// 8 rows: gemv one token at a time, gemm on the four tokens.
-		if (typ == Q2_K || typ == IQ4_NL) {
+		if (typ == Q2_K || typ == IQ4_NL || typ == MXFP4) {
 			int nb = typ == Q2_K ? C / 256 : C / 32;
-			size_t gb = typ == Q2_K ? 672 : 144;
+			size_t gb = typ == Q2_K ? 672 : typ == IQ4_NL ? 144 : 136;
 			for (int g = 0; g < R / 8; g++)
 				for (int b = 0; b < nb; b++) {
 					uint8_t *o = wr + (g * nb + b) * gb;
@@ -111,13 +111,16 @@ int main(int argc, char **argv) {
 						for (int i = 0; i < 8; i++) memcpy(o + 2 * i, in[i] + 80, 2), memcpy(o + 16 + 2 * i, in[i] + 82, 2);
 						for (int i = 0; i < 128; i++) o[32 + i] = in[(i % 16) / 2][(i / 16) * 2 + i % 2];
 						for (int i = 0; i < 64; i++) memcpy(o + 160 + 8 * i, in[i % 8] + 16 + (i / 8) * 8, 8);
-					} else { // block_iq4_nl: d, qs[16]
+					} else if (typ == IQ4_NL) { // block_iq4_nl: d, qs[16]
 						for (int i = 0; i < 8; i++) memcpy(o + 2 * i, in[i], 2);
 						for (int i = 0; i < 16; i++) memcpy(o + 16 + 8 * i, in[i % 8] + 2 + (i / 8) * 8, 8);
+					} else { // block_mxfp4: e, qs[16] -> block_mxfp4x8: e[8], qs[128]
+						for (int i = 0; i < 8; i++) o[i] = in[i][0];
+						for (int i = 0; i < 16; i++) memcpy(o + 8 + 8 * i, in[i % 8] + 1 + (i / 8) * 8, 8);
 					}
 				}
-			const char *gv = typ == Q2_K ? "ggml_gemv_q2_K_8x8_q8_K" : "ggml_gemv_iq4_nl_8x8_q8_0";
-			const char *gm = typ == Q2_K ? "ggml_gemm_q2_K_8x8_q8_K" : "ggml_gemm_iq4_nl_8x8_q8_0";
+			const char *gv = typ == Q2_K ? "ggml_gemv_q2_K_8x8_q8_K" : typ == IQ4_NL ? "ggml_gemv_iq4_nl_8x8_q8_0" : "ggml_gemv_mxfp4_8x8_q8_0";
+			const char *gm = typ == Q2_K ? "ggml_gemm_q2_K_8x8_q8_K" : typ == IQ4_NL ? "ggml_gemm_iq4_nl_8x8_q8_0" : "ggml_gemm_mxfp4_8x8_q8_0";
 			const char *qm = typ == Q2_K ? "_Z19ggml_quantize_mat_tILl8EL9ggml_type15EEvPKfPvll"
 			                             : "_Z19ggml_quantize_mat_tILl8EL9ggml_type8EEvPKfPvll";
 			for (int t = 0; t < T; t++) ((gemx_t)sym(cpu, gv))(C, y + t * R, R, wr, xq + t * xb, 1, R);
@@ -128,7 +131,8 @@ int main(int argc, char **argv) {
 		}
 
 		// One ggml_mul_mat of G tokens, as a llama.cpp batch computes it
-		// (weights in plain memory: no repacking).
+		// (weights in plain memory: no repacking; mxfp4 has no tinyBLAS
+		// kernel, so vec_dot).
 		struct init_params ip = {64 << 20, NULL, false};
 		void *ctx = ginit(ip);
 		void *a = newt2(ctx, typ, C, R), *bt = newt2(ctx, 0, C, G);
