@@ -12,11 +12,11 @@ import (
 )
 
 // TestMixedTypes: tensors of the block types llama.cpp's files mix (here
-// q4_K, q6_K, q5_0, q3_K, iq4_xs, q4_1), all computed natively, give the
+// q4_K, q6_K, q5_0, q3_K, iq4_xs, q4_1, and gpt-oss's mxfp4), all computed natively, give the
 // logits of the same model holding those tensors' exact values in f32.
 func TestMixedTypes(t *testing.T) {
 	asTensorType := map[gguf.GGMLType]tensor.DType{gguf.Q6_K: tensor.Q6_K, gguf.Q4_K: tensor.Q4_K, gguf.Q5_0: tensor.Q5_0,
-		gguf.Q3_K: tensor.Q3_K, gguf.IQ4_XS: tensor.IQ4_XS, gguf.Q4_1: tensor.Q4_1}
+		gguf.Q3_K: tensor.Q3_K, gguf.IQ4_XS: tensor.IQ4_XS, gguf.Q4_1: tensor.Q4_1, gguf.MXFP4: tensor.MXFP4}
 	dir := t.TempDir()
 	o := GenOptions{Arch: "llama", Hidden: 256, Layers: 1, Heads: 4, KVHeads: 2, FFN: 256, Vocab: 300, DType: "f32", Seed: 5}
 	base := filepath.Join(dir, "base.gguf")
@@ -55,6 +55,7 @@ func TestMixedTypes(t *testing.T) {
 		"blk.0.ffn_gate.weight": {gguf.Q5_0, blocks(gguf.Q5_0, 256*256, func(b []byte) { copy(b[0:], small(3e-3)) })},
 		"blk.0.ffn_down.weight": {gguf.Q3_K, blocks(gguf.Q3_K, 256*256, func(b []byte) { copy(b[108:], small(1e-4)) })},
 		"blk.0.attn_q.weight":   {gguf.IQ4_XS, blocks(gguf.IQ4_XS, 256*256, func(b []byte) { copy(b[0:], small(1e-5)) })},
+		"blk.0.attn_v.weight":   {gguf.MXFP4, blocks(gguf.MXFP4, 128*256, func(b []byte) { b[0] = 117 })},
 		"blk.0.attn_k.weight":   {gguf.Q4_1, blocks(gguf.Q4_1, 128*256, func(b []byte) { copy(b[0:], small(1e-3)); copy(b[2:], small(-7e-3)) })},
 	}
 	write := func(name string, asF32 bool) string {
