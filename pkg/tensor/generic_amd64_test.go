@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -51,4 +52,84 @@ func TestVNNIMatchesAVX2(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKQuantVNNIMatchesAVX2: the AVX-512 VNNI q4_K and q6_K kernels give
+// the AVX2 ones' bits on random and extreme blocks (all quant bits set,
+// largest scales, activations at -128 and 127), and the K-quant tests
+// pass on the AVX2 kernels too, so both paths stay checked on one CPU.
+func TestKQuantVNNIMatchesAVX2(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("CPU without AVX-512 VNNI")
+	}
+	defer func() { hasVNNI = true }()
+	rng := rand.New(rand.NewPCG(19, 6))
+	both := func(f func(out []float32), n int) (vnni, avx2 []float32) {
+		vnni, avx2 = make([]float32, n), make([]float32, n)
+		f(vnni)
+		hasVNNI = false
+		f(avx2)
+		hasVNNI = true
+		return vnni, avx2
+	}
+	for _, nb := range []int{1, 3, 22} {
+		for trial := 0; trial < 6; trial++ {
+			extreme := trial < 2
+			xk := randActQ8K(rng, 1, nb, extreme)
+			if trial == 1 {
+				for i := range xk.Q {
+					xk.Q[i] = 127
+				}
+			}
+			if extreme { // -128 / 127 quants with their sums
+				xk.Q[0] = -128
+				for i := range xk.BSums {
+					xk.BSums[i] = 0
+					for _, v := range xk.Q[16*i : 16*i+16] {
+						xk.BSums[i] += int16(v)
+					}
+				}
+				xk.fillS()
+			}
+			w4 := make([]byte, 3*nb*q4Kx8GroupBytes)
+			for i := range w4 {
+				w4[i] = byte(rng.Uint32())
+				if extreme && i%q4Kx8GroupBytes >= 160 {
+					w4[i] = 0xff
+				}
+			}
+			for b := 0; b < 3*nb; b++ {
+				grp := w4[b*q4Kx8GroupBytes:]
+				for i := 0; i < 16; i++ {
+					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
+				}
+				for i := 32; i < 160; i++ {
+					grp[i] = byte(rng.IntN(64))
+					if extreme {
+						grp[i] = 63
+					}
+				}
+			}
+			for _, gemm := range []bool{false, true} {
+				v, a := both(func(out []float32) { q4Kx8Rows(w4, nb, xk.Q, xk.D, xk.S, gemm, out) }, 24)
+				for i := range v {
+					if !bitsEqual(v[i], a[i]) {
+						t.Fatalf("q4_K nb %d trial %d gemm=%v row %d: VNNI %v, AVX2 %v", nb, trial, gemm, i, v[i], a[i])
+					}
+				}
+			}
+			w6 := randKBlocks(rng, Q6_K, 5*nb, extreme)
+			v, a := both(func(out []float32) { dotQ6KRows(w6, xk.Q, xk.D, xk.BSums, out) }, 5)
+			for i := range v {
+				if !bitsEqual(v[i], a[i]) {
+					t.Fatalf("q6_K nb %d trial %d row %d: VNNI %v, AVX2 %v", nb, trial, i, v[i], a[i])
+				}
+			}
+		}
+	}
+	hasVNNI = false
+	TestQ4Kx8MatchesLlamaCpp(t)
+	TestQ4Kx8x4MatchesOneToken(t)
+	TestKDotx4MatchesOneToken(t)
+	TestMatMulGGMLKQuant(t)
 }

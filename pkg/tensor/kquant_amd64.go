@@ -12,6 +12,9 @@ func q5KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, o
 func q6KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
+func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+
+//go:noescape
 func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
 //go:noescape
@@ -73,7 +76,7 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	}
 	var out float32
 	nb := kArgs(w, q6KBlockBytes, xq, xd, xbs)
-	q6KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
+	q6KRows()(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
 	return out
 }
 
@@ -84,7 +87,15 @@ func dotQ5KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
 }
 
 func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
-	dotKRows(q6KRowsAVX2, dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
+	dotKRows(q6KRows(), dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
+}
+
+// q6KRows is the q6_K rows kernel for this CPU.
+func q6KRows() func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32) {
+	if hasVNNI {
+		return q6KRowsVNNI
+	}
+	return q6KRowsAVX2
 }
 
 func dotKRows(asm func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32),

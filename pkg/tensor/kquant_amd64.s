@@ -395,6 +395,87 @@ q6Kloop:
 	VZEROUPPER
 	RET
 
+// KQ6VCHUNK is KQ6CHUNK with AVX-512 VNNI: VPDPWSSD does VPMADDWD's
+// exact int16-pair products and VPADDD's add in one step (no saturation,
+// int32 lanes as before), so the same integers and bits.
+#define KQ6VCHUNK(Q, OFF, IS) \
+	VPMADDUBSW OFF(DI), Q, Q                     \
+	VPSHUFB    kq4shuf<>+(32*(IS))(SB), Y12, Y11 \
+	VPDPWSSD   Y11, Q, Y3
+
+// KQ6VHALF is KQ6HALF with KQ6VCHUNK.
+#define KQ6VHALF(J) \
+	VMOVDQU (64*J)(SI), Y4          \
+	VMOVDQU (64*J+32)(SI), Y5       \
+	VMOVDQU (128+32*J)(SI), Y6      \
+	VPAND   kqm3<>(SB), Y6, Y7      \
+	VPSLLW  $4, Y7, Y7              \
+	VPAND   kqm12<>(SB), Y6, Y8     \
+	VPSLLW  $2, Y8, Y8              \
+	VPAND   kqm48<>(SB), Y6, Y9     \
+	VPAND   kqmc0<>(SB), Y6, Y10    \
+	VPSRLW  $2, Y10, Y10            \
+	VPAND   Y15, Y4, Y11            \
+	VPOR    Y11, Y7, Y7             \
+	VPAND   Y15, Y5, Y11            \
+	VPOR    Y11, Y8, Y8             \
+	VPSRLW  $4, Y4, Y4              \
+	VPAND   Y15, Y4, Y4             \
+	VPOR    Y4, Y9, Y9              \
+	VPSRLW  $4, Y5, Y5              \
+	VPAND   Y15, Y5, Y5             \
+	VPOR    Y5, Y10, Y10            \
+	KQ6VCHUNK(Y7, 128*J, 4*J)        \
+	KQ6VCHUNK(Y8, 128*J+32, 4*J+1)   \
+	KQ6VCHUNK(Y9, 128*J+64, 4*J+2)   \
+	KQ6VCHUNK(Y10, 128*J+96, 4*J+3)
+
+// func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+// q6KRowsAVX2 with AVX-512 VNNI (VPDPWSSD).
+TEXT ·q6KRowsVNNI(SB), NOSPLIT, $0-56
+	MOVQ    w+0(FP), SI
+	MOVQ    rows+40(FP), R13
+	MOVQ    out+48(FP), R12
+	VMOVDQU kqm4<>(SB), Y15
+
+q6Kvrow:
+	MOVQ    xq+8(FP), DI
+	MOVQ    xd+16(FP), DX
+	MOVQ    xbs+24(FP), BX
+	MOVQ    nb+32(FP), CX
+	VXORPS  Y14, Y14, Y14
+
+q6Kvloop:
+	VMOVDQU   192(SI), X0
+	VPMOVSXBW X0, Y1
+	VMOVDQU   (BX), Y2
+	VPMADDWD  Y1, Y2, Y2
+	VPSLLD    $5, Y2, Y2
+	VPSHUFB   kq6eo<>(SB), X0, X0
+	VPMOVSXBW X0, Y12
+	VPXOR     Y3, Y3, Y3
+	KQ6VHALF(0)
+	KQ6VHALF(1)
+	VPSUBD       Y2, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	FP16(208(SI), X4)
+	VMULSS       (DX), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS  Y3, Y4, Y14
+	ADDQ         $210, SI
+	ADDQ         $256, DI
+	ADDQ         $4, DX
+	ADDQ         $32, BX
+	DECQ         CX
+	JNZ          q6Kvloop
+	HSUM8
+	VMOVSS       X0, (R12)
+	ADDQ         $4, R12
+	DECQ         R13
+	JNZ          q6Kvrow
+	VZEROUPPER
+	RET
+
 // KX4SETUP loads the arguments of a four-token kernel (w, xq, xd, xbs,
 // nb) and the token strides: token t's activation bytes at DI + t*R8
 // (R9 = 3*R8), its scales at DX + t*R10 (R11 = 3*R10), its 16-value sums

@@ -155,3 +155,93 @@ gemmloop:
 	JNZ gemmgroup
 	VZEROUPPER
 	RET
+
+// Q4KVCOL is Q4KCOL with AVX-512 VNNI: VPDPBUSD adds each row lane's four
+// nibble-times-activation products straight into int32 (T0/T1 temps,
+// A0/A1 the low / high nibbles' sums). The same exact integers as
+// VPMADDUBSW + VPADDW + VPMADDWD (no int16 step there can saturate:
+// 16 products of at most 15*128 per word), so the same bits.
+#define Q4KVCOL(C, XOFF, T0, T1, A0, A1) \
+	VMOVDQU       (160+32*(C))(SI), T0 \
+	VPSRLW        $4, T0, T1           \
+	VPAND         Y15, T0, T0          \
+	VPAND         Y15, T1, T1          \
+	VPDPBUSD.BCST (XOFF)(DI), T0, A0   \
+	VPDPBUSD.BCST (XOFF+32)(DI), T1, A1
+
+// Q4KVCHUNK is Q4KCHUNK with Q4KVCOL: even columns into Y4/Y5, odd ones
+// into Y12/Y13 (free here: no VPMADDWD by ones; two chains each, summed exactly at the end).
+#define Q4KVCHUNK(J) \
+	VPXOR     Y4, Y4, Y4                              \
+	VPXOR     Y5, Y5, Y5                              \
+	VPXOR     Y12, Y12, Y12                           \
+	VPXOR     Y13, Y13, Y13                           \
+	Q4KVCOL(8*(J)+0, 64*(J)+0, Y6, Y7, Y4, Y5)        \
+	Q4KVCOL(8*(J)+1, 64*(J)+4, Y10, Y11, Y12, Y13)    \
+	Q4KVCOL(8*(J)+2, 64*(J)+8, Y6, Y7, Y4, Y5)        \
+	Q4KVCOL(8*(J)+3, 64*(J)+12, Y10, Y11, Y12, Y13)   \
+	Q4KVCOL(8*(J)+4, 64*(J)+16, Y6, Y7, Y4, Y5)       \
+	Q4KVCOL(8*(J)+5, 64*(J)+20, Y10, Y11, Y12, Y13)   \
+	Q4KVCOL(8*(J)+6, 64*(J)+24, Y6, Y7, Y4, Y5)       \
+	Q4KVCOL(8*(J)+7, 64*(J)+28, Y10, Y11, Y12, Y13)   \
+	VPADDD    Y12, Y4, Y4                             \
+	VPADDD    Y13, Y5, Y5                             \
+	VPMOVZXBD (32+16*(J))(SI), Y6                     \
+	VPMOVZXBD (40+16*(J))(SI), Y7                     \
+	VPMULLD   Y6, Y4, Y4                              \
+	VPMULLD   Y7, Y5, Y5                              \
+	VPADDD    Y4, Y2, Y2                              \
+	VPADDD    Y5, Y2, Y2                              \
+	VPMOVZXBD (96+16*(J))(SI), Y6                     \
+	VPMOVZXBD (104+16*(J))(SI), Y7                    \
+	VPBROADCASTD (8*(J))(BX), Y8                      \
+	VPBROADCASTD (8*(J)+4)(BX), Y9                    \
+	VPMULLD   Y8, Y6, Y6                              \
+	VPMULLD   Y9, Y7, Y7                              \
+	VPADDD    Y6, Y3, Y3                              \
+	VPADDD    Y7, Y3, Y3
+
+// func q4Kx8GemvVNNI(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
+// q4Kx8GemvAVX2 with AVX-512 VNNI.
+TEXT ·q4Kx8GemvVNNI(SB), NOSPLIT, $0-56
+	Q4KSETUP
+
+gemvvgroup:
+	Q4KGROUP
+
+gemvvloop:
+	Q4KVCHUNK(0)
+	Q4KVCHUNK(1)
+	Q4KVCHUNK(2)
+	Q4KVCHUNK(3)
+	Q4KFUSE
+	Q4KNEXT
+	JNZ gemvvloop
+	Q4KEND
+	JNZ gemvvgroup
+	VZEROUPPER
+	RET
+
+// func q4Kx8GemmVNNI(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
+// q4Kx8GemmAVX2 with AVX-512 VNNI.
+TEXT ·q4Kx8GemmVNNI(SB), NOSPLIT, $0-56
+	Q4KSETUP
+
+gemmvgroup:
+	Q4KGROUP
+
+gemmvloop:
+	Q4KVCHUNK(0)
+	Q4KFUSE
+	Q4KVCHUNK(1)
+	Q4KFUSE
+	Q4KVCHUNK(2)
+	Q4KFUSE
+	Q4KVCHUNK(3)
+	Q4KFUSE
+	Q4KNEXT
+	JNZ gemmvloop
+	Q4KEND
+	JNZ gemmvgroup
+	VZEROUPPER
+	RET
