@@ -27,7 +27,7 @@ type attnTask struct {
 	// Per-worker scratch.
 	scores [][]float32 // [group x ctx] scores
 	offs   [][]int     // f16 cache: offset of each key in the store [ctx]
-	ms, vs [][]float32 // f16 cache: per key rescale and weight [ctx]
+	ms, vs [][]float32 // f16 cache: per head and key rescale and weight [group x ctx]
 	// Tiled path, per worker: a block's query vectors, their scores for
 	// one tile, f32 output accumulators, softmax state and positions.
 	bq, bp, bacc [][]float32
@@ -36,6 +36,7 @@ type attnTask struct {
 	units        []attnUnit  // rows grouped into blocks; one work item per (unit, KV head)
 	q8           []q8Scratch // q8_0 store, per worker
 	qr           [][]uint16  // f16 cache: queries converted to f16 [group x HeadDim]
+	qf           [][]float32 // f16 cache: those queries widened back to f32 [group x HeadDim]
 	acc          [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st           [][]float32 // f16 cache: softmax sum per head [group]
 }
@@ -57,6 +58,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		t.bS, t.bM, t.bpos = make([][]float32, workers), make([][]float32, workers), make([][]int32, workers)
 		t.q8 = make([]q8Scratch, workers)
 		t.qr = make([][]uint16, workers)
+		t.qf = make([][]float32, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
 	}
@@ -66,10 +68,11 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		}
 		if n := max(maxCtx, tensor.FATile); len(t.offs[w]) < n {
 			t.offs[w] = make([]int, n*5/4+16)
-			t.ms[w], t.vs[w] = make([]float32, n*5/4+16), make([]float32, n*5/4+16)
+			t.ms[w], t.vs[w] = make([]float32, group*(n*5/4+16)), make([]float32, group*(n*5/4+16))
 		}
 		if len(t.qr[w]) < group*c.HeadDim {
 			t.qr[w] = make([]uint16, group*c.HeadDim)
+			t.qf[w] = make([]float32, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
 			t.st[w] = make([]float32, group)
 		}
@@ -155,18 +158,19 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	for j, slot := range slots {
 		offs[j] = kv.off(t.layer, slot) + g*hd
 	}
+	// ggml runs each query head on its own; the group's heads share the
+	// keys, so one pass over the keys (and one over the values) serves
+	// them all, each head its own chains (tensor.DotF16GGMLHeads).
 	sc := t.scores[worker][:group*n]
-	for h := 0; h < group; h++ {
-		tensor.DotF16GGMLRows(sc[h*n:(h+1)*n], kv.k16, offs, qb[h*hd:(h+1)*hd])
-	}
+	tensor.DotF16GGMLHeads(sc, kv.k16, offs, qb, group, t.qf[worker])
 	// The running maximum and every exp depend on the scores only, so the
 	// rescale (ms) and weight (vs) of each key are found first; the f16
 	// value accumulation then runs in one pass.
 	acc := t.acc[worker][:len(qg)]
 	clear(acc)
 	S := t.st[worker][:group]
-	ms, vs := t.ms[worker][:n], t.vs[worker][:n]
 	for h := 0; h < group; h++ {
+		ms, vs := t.ms[worker][h*n:(h+1)*n], t.vs[worker][h*n:(h+1)*n]
 		// Each key's exp argument depends on the running maximum only,
 		// so the arguments are found first and their exps computed as
 		// one row (vectorised, same bits as one expf each): at a new
@@ -195,8 +199,8 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 			sum = float32(sum*ms[j]) + vs[j]
 		}
 		S[h] = sum
-		tensor.FlashAccF16(acc[h*hd:(h+1)*hd], kv.v16, offs, ms, vs)
 	}
+	tensor.FlashAccF16Heads(acc, kv.v16, offs, t.ms[worker][:group*n], t.vs[worker][:group*n], group)
 	for h := 0; h < group; h++ {
 		inv := float32(0)
 		if S[h] != 0 {
