@@ -319,24 +319,5 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 func softMaxTile(x []float32, mx float32, lanes int) float64 {
 	tensor.TileSub(x, mx)
 	tensor.VExpGGML(x, x)
-	var sum float64
-	for i := 0; i+lanes <= len(x); i += lanes {
-		sum += float64(hsumLanes(x[i:i+lanes], lanes))
-	}
-	return sum
-}
-
-// hsumLanes is _mm512_reduce_add_ps (16 lanes) or the 8-lane sum of
-// ggml_vec_soft_max_f32's AVX2 branch: halves folded, then (0+2)+(1+3).
-func hsumLanes(v []float32, lanes int) float32 {
-	var b [8]float32
-	if lanes == 16 {
-		for l := range b {
-			b[l] = v[l] + v[l+8]
-		}
-	} else {
-		copy(b[:], v[:8])
-	}
-	c0, c1, c2, c3 := b[0]+b[4], b[1]+b[5], b[2]+b[6], b[3]+b[7]
-	return (c0 + c2) + (c1 + c3)
+	return tensor.TileSum(x, lanes)
 }

@@ -85,6 +85,30 @@ func tileSubGeneric(x []float32, m float32) {
 	}
 }
 
+// TileSum is the sum ggml_vec_soft_max_f32 returns for a tile of FATile
+// exps: each vector of lanes (ggml's f32 width, 16 or 8) summed
+// horizontally in float32, those sums added in float64 in order.
+func TileSum(x []float32, lanes int) float64 { return tileSum(x[:FATile], lanes) }
+
+// tileSumGeneric: _mm512_reduce_add_ps (16 lanes: halves folded, then
+// (0+4)..(3+7), then (0+2)+(1+3)) or the 8-lane sum of the AVX2 branch.
+func tileSumGeneric(x []float32, lanes int) float64 {
+	var sum float64
+	for i := 0; i+lanes <= len(x); i += lanes {
+		var b [8]float32
+		if lanes == 16 {
+			for l := range b {
+				b[l] = x[i+l] + x[i+l+8]
+			}
+		} else {
+			copy(b[:], x[i:i+8])
+		}
+		c0, c1, c2, c3 := b[0]+b[4], b[1]+b[5], b[2]+b[6], b[3]+b[7]
+		sum += float64((c0 + c2) + (c1 + c3))
+	}
+	return sum
+}
+
 // DotQ8 is ggml_vec_dot_q8_0_q8_0 of len(ds) q8_0 blocks w against a
 // quantized activation (xq values, ds f16-rounded block scales), as the
 // decode matmul computes it.

@@ -61,3 +61,13 @@ func tileSub(x []float32, m float32) {
 	}
 	faSub64AVX2(&x[0], m)
 }
+
+//go:noescape
+func faSum64AVX2(x *float32, lanes int) float64
+
+func tileSum(x []float32, lanes int) float64 {
+	if !hasAVX2 || (lanes != 8 && lanes != 16) {
+		return tileSumGeneric(x, lanes)
+	}
+	return faSum64AVX2(&x[0], lanes)
+}

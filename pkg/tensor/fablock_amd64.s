@@ -223,3 +223,37 @@ TEXT ·faSub64AVX2(SB), NOSPLIT, $0-12
 	VMOVUPS      Y1, 224(SI)
 	VZEROUPPER
 	RET
+
+// func faSum64AVX2(x *float32, lanes int) float64
+// tileSumGeneric: per vector of lanes (16 or 8) scores the horizontal sum
+// of ggml_vec_soft_max_f32 (16: halves folded, then 128-bit halves, then
+// (0+2)+(1+3); 8: 128-bit halves, then the same), added in float64 in
+// order.
+TEXT ·faSum64AVX2(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   lanes+8(FP), DX
+	SHLQ   $2, DX            // bytes per vector
+	LEAQ   256(SI), DI       // end of the tile
+	VXORPD X3, X3, X3
+
+fasumvec:
+	VMOVUPS (SI), Y0
+	CMPQ    DX, $64
+	JNE     fasumfold
+	VADDPS  32(SI), Y0, Y0
+
+fasumfold:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VCVTSS2SD    X0, X0, X0
+	VADDSD       X0, X3, X3
+	ADDQ         DX, SI
+	CMPQ         SI, DI
+	JLT          fasumvec
+	VZEROUPPER
+	MOVSD        X3, ret+16(FP)
+	RET

@@ -69,7 +69,7 @@ func BenchmarkTileBlock(b *testing.B) {
 	}
 }
 
-func TestTileMaxSub(t *testing.T) {
+func TestTileMaxSubSum(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	for i := 0; i < 50; i++ {
 		x := randF32(r, FATile)
@@ -79,6 +79,15 @@ func TestTileMaxSub(t *testing.T) {
 		}
 		if got, want := TileMax(x), tileMaxGeneric(x); got != want {
 			t.Fatalf("TileMax %g, want %g", got, want)
+		}
+		for _, lanes := range []int{8, 16} {
+			e := append([]float32(nil), x...)
+			for j := range e {
+				e[j] = float32(math.Exp(float64(e[j])))
+			}
+			if got, want := TileSum(e, lanes), tileSumGeneric(e, lanes); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("TileSum(%d lanes) %g, want %g", lanes, got, want)
+			}
 		}
 		y := append([]float32(nil), x...)
 		TileSub(x, 0.75)
