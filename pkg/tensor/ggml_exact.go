@@ -137,19 +137,14 @@ func sgemmF16Generic(a, b []uint16) float32 {
 	return (c0 + c2) + (c1 + c3)
 }
 
-// DotF16GGMLRows sets out[j] = DotF16GGML(base[offs[j]:offs[j]+len(q)], q)
-// for every j (several keys against one query).
-func DotF16GGMLRows(out []float32, base []uint16, offs []int, q []uint16) {
-	dotF16GGMLRows(out[:len(offs)], base, offs, q)
-}
-
-// FlashAccF16 is the value accumulation of ggml's flash attention over an
-// f16 cache: for each key j in order, acc = f16(acc*ms[j]) when ms[j] != 1
-// (a new running maximum: ggml_vec_scale_f16), then
-// acc = f16(fma(v[offs[j]:], vs[j], acc)) (ggml_vec_mad_f16).
-func FlashAccF16(acc, v []uint16, offs []int, ms, vs []float32) {
-	flashAccF16(acc, v, offs, ms[:len(offs)], vs[:len(offs)])
-}
+// dotF16GGMLRows (per arch) sets out[j] = DotF16GGML(base[offs[j]:offs[j]+len(q)], q)
+// for every j (several keys against one query; DotF16GGMLHeads).
+//
+// flashAccF16 (per arch) is the value accumulation of ggml's flash
+// attention over an f16 cache: for each key j in order,
+// acc = f16(acc*ms[j]) when ms[j] != 1 (a new running maximum:
+// ggml_vec_scale_f16), then acc = f16(fma(v[offs[j]:], vs[j], acc))
+// (ggml_vec_mad_f16); FlashAccF16Heads.
 
 func flashAccF16Generic(acc, v []uint16, offs []int, ms, vs []float32) {
 	hd := len(acc)

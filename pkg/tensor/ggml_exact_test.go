@@ -138,7 +138,7 @@ func testDotF16GGMLRows(t *testing.T) {
 				offs[j] = r.Intn(len(base) - n + 1)
 			}
 			out := make([]float32, rows)
-			DotF16GGMLRows(out, base, offs, q)
+			dotF16GGMLRows(out, base, offs, q)
 			for j, o := range offs {
 				if want := dotF16GGMLGeneric(base[o:o+n], q); math.Float32bits(out[j]) != math.Float32bits(want) {
 					t.Fatalf("lanes %d n=%d row %d: %x, want %x", ggmlLanes, n, j, out[j], want)
@@ -170,7 +170,7 @@ func TestFlashAccF16(t *testing.T) {
 			a1[i] = F32ToF16(float32(r.NormFloat64()))
 			a2[i] = a1[i]
 		}
-		FlashAccF16(a1, v, offs, ms, vs)
+		flashAccF16(a1, v, offs, ms, vs)
 		flashAccF16Generic(a2, v, offs, ms, vs)
 		for i := range a1 {
 			if a1[i] != a2[i] {
