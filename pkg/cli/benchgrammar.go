@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +15,7 @@ import (
 )
 
 func newBenchGrammarCmd() *cobra.Command {
-	var tokDir, corpus string
+	var tokDir, corpus, profile string
 	var random, maxTokens, procs, maxString, maxItems, maxWS int
 	var seed uint64
 	var asJSON bool
@@ -39,6 +41,18 @@ func newBenchGrammarCmd() *cobra.Command {
 				return err
 			}
 			v := grammar.VocabFromTokenizer(tk)
+			if profile != "" {
+				// After the per-tokenizer setup: the profile shows the run.
+				f, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			rep, err := grammar.Bench(grammar.BenchConfig{Vocab: v, Encode: func(s string) []int32 { return tk.Encode(s, false) },
 				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed,
 				Options: grammar.Options{MaxStringLength: maxString, MaxItems: maxItems, MaxWhitespace: maxWS}})
@@ -75,6 +89,7 @@ func newBenchGrammarCmd() *cobra.Command {
 	cmd.Flags().IntVar(&maxString, "max_string", 0, "generation bound on strings without maxLength (0: the default, -1: none)")
 	cmd.Flags().IntVar(&maxWS, "max_whitespace", 0, "whitespace bound between JSON tokens (0: the default, -1: none)")
 	cmd.Flags().IntVar(&maxItems, "max_items", 0, "generation bound on array items and free-form object members (0: the default, -1: none)")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the measured run (not the tokenizer setup) to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -13,7 +13,10 @@ func TestCutLeafExact(t *testing.T) {
 		t.Skip("walks the Llama-3 trie once per state")
 	}
 	v := loadLlama3(t)
-	for _, pat := range []string{`^[a-z_]+$`, `^(SELECT|WITH) `, `^[0-9]+(Mi|Gi)$`, `é+x`} {
+	// Free text (`^(SELECT|WITH) `, `^.*$`, `^[^\n]*\n$`: uniform needs,
+	// the slice by length) and patterns whose states are walked in full.
+	sliced := 0
+	for _, pat := range []string{`^[a-z_]+$`, `^(SELECT|WITH) `, `^[0-9]+(Mi|Gi)$`, `é+x`, `^.*$`, `^[^\n]*\n$`} {
 		g, err := CompileJSONSchema([]byte(`{"type":"string","pattern":`+quoteJSON(pat)+`}`), Options{MaxStringLength: 8})
 		if err != nil {
 			t.Fatal(err)
@@ -30,8 +33,12 @@ func TestCutLeafExact(t *testing.T) {
 				a, b := make([]uint64, v.MaskWords()), make([]uint64, v.MaskWords())
 				got.orInto(a, v)
 				want.orInto(b, v)
-				if !slices.Equal(a, b) || !slices.Equal(got.exits, want.exits) {
-					t.Fatalf("%s state %d: derived %d tokens %d exits, walk %d tokens %d exits", pat, q, popcount(a), len(got.exits), popcount(b), len(want.exits))
+				if got.trie != v {
+					sliced++
+				}
+				ge, we := exitTexts(got), exitTexts(want)
+				if !slices.Equal(a, b) || !slices.Equal(ge, we) {
+					t.Fatalf("%s state %d: derived %d tokens %d exits, walk %d tokens %d exits", pat, q, popcount(a), len(ge), popcount(b), len(we))
 				}
 			}
 		}
@@ -39,4 +46,24 @@ func TestCutLeafExact(t *testing.T) {
 			t.Fatalf("%s: no truncated rule", pat)
 		}
 	}
+	if sliced == 0 {
+		t.Fatal("no state took the slice by length: the free-text path went untested")
+	}
+}
+
+// exitTexts is the byte prefix of each exit node of lr, in trie order:
+// exits of the rest trie and of the full one compare by text.
+func exitTexts(lr *leafResult) []string {
+	v := lr.trie
+	path := make([]byte, v.maxDepth+1)
+	var out []string
+	next := 0
+	for i := int32(1); i < int32(len(v.nodeByte)) && next < len(lr.exits); i++ {
+		path[v.nodeDepth[i]] = v.nodeByte[i]
+		if i == lr.exits[next] {
+			out = append(out, string(path[1:v.nodeDepth[i]+1]))
+			next++
+		}
+	}
+	return out
 }

@@ -49,6 +49,7 @@ type Vocab struct {
 	leafCache map[[32]byte]*leafResult
 	leafBytes int // memory held by leafCache, bounded by leafCacheMax
 	cutBases  map[cutKey]*cutBase
+	cutBytes  int // memory held by cutBases, bounded by cutBasesMax
 }
 
 const leafCacheMax = 256 << 20

@@ -334,8 +334,47 @@ func (v *Vocab) newLeafResult(bitsOut []uint64, exits []int32) *leafResult {
 // configuration; bounded so a long-lived grammar cannot grow without limit.
 type maskMemo struct {
 	mu    sync.RWMutex
-	masks map[string][]uint64
+	masks map[string]memoMask
 	bytes int
+}
+
+// memoMask is a stored mask: the allowed ids when few (most masks outside
+// strings allow a handful of tokens: a dense copy would be 16 KB each of
+// fresh memory, and its allocation dominated first visits), else the words.
+type memoMask struct {
+	ids   []int32
+	dense []uint64
+}
+
+func (mm memoMask) size() int { return 4*len(mm.ids) + 8*len(mm.dense) }
+
+// orInto ORs the stored mask into out.
+func (mm memoMask) orInto(out []uint64) {
+	if mm.dense != nil {
+		for i, x := range mm.dense {
+			out[i] |= x
+		}
+		return
+	}
+	for _, id := range mm.ids {
+		out[id>>6] |= 1 << (uint(id) & 63)
+	}
+}
+
+// compactMask packs b, sparse when its ids take less room than its words.
+func compactMask(b []uint64) memoMask {
+	n := popcount(b)
+	if n > len(b) {
+		return memoMask{dense: append([]uint64(nil), b...)}
+	}
+	ids := make([]int32, 0, n)
+	for i, x := range b {
+		for x != 0 {
+			ids = append(ids, int32(i*64+bits.TrailingZeros64(x)))
+			x &= x - 1
+		}
+	}
+	return memoMask{ids: ids}
 }
 
 const maskMemoMax = 32 << 20
@@ -345,21 +384,14 @@ func (g *Grammar) memoFor(v *Vocab) *maskMemo {
 	defer g.mu.Unlock()
 	m, ok := g.tables[v]
 	if !ok {
-		m = &maskMemo{masks: map[string][]uint64{}}
+		m = &maskMemo{masks: map[string]memoMask{}}
 		g.tables[v] = m
 	}
 	return m
 }
 
-func (m *maskMemo) get(key string, out []uint64) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	b, ok := m.masks[key]
-	if ok {
-		copy(out, b)
-	}
-	return ok
-}
+// get writes the mask stored under key into out, which must be clear.
+func (m *maskMemo) get(key string, out []uint64) bool { return m.orInto(key, out) }
 
 // orInto ORs the mask stored under key into out.
 func (m *maskMemo) orInto(key string, out []uint64) bool {
@@ -367,22 +399,28 @@ func (m *maskMemo) orInto(key string, out []uint64) bool {
 	defer m.mu.RUnlock()
 	b, ok := m.masks[key]
 	if ok {
-		for i, x := range b {
-			out[i] |= x
-		}
+		b.orInto(out)
 	}
 	return ok
 }
 
 // put stores a copy of b under key while the memo has room.
 func (m *maskMemo) put(key string, b []uint64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.masks[key]; ok || m.bytes+8*len(b) > maskMemoMax {
+	m.mu.RLock()
+	_, ok := m.masks[key]
+	full := m.bytes >= maskMemoMax
+	m.mu.RUnlock()
+	if ok || full {
 		return
 	}
-	m.masks[key] = append([]uint64(nil), b...)
-	m.bytes += 8*len(b) + len(key)
+	mm := compactMask(b) // outside the lock
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.masks[key]; ok || m.bytes+mm.size() > maskMemoMax {
+		return
+	}
+	m.masks[key] = mm
+	m.bytes += mm.size() + len(key)
 }
 
 // plainDepth finds k such that from q every text of at most k plain
@@ -469,7 +507,11 @@ var utf8Steps = [][]utf8Step{
 // charSteps calls emit with the state after each plain character from s
 // (distinct states, possibly repeated) and reports false when some plain
 // character dies or passes an accepting state.
-func (d *dfa) charSteps(s int32, emit func(int32)) bool {
+func (d *dfa) charSteps(s int32, emit func(int32)) bool { return d.plainSteps(s, true, emit) }
+
+// plainSteps is charSteps; passing an accepting state fails only when
+// stopAtAccept.
+func (d *dfa) plainSteps(s int32, stopAtAccept bool, emit func(int32)) bool {
 	type pos struct {
 		u int
 		q int32
@@ -489,7 +531,7 @@ func (d *dfa) charSteps(s int32, emit func(int32)) bool {
 					continue
 				}
 				last = t
-				if t < 0 || d.accept[t] {
+				if t < 0 || stopAtAccept && d.accept[t] {
 					return false
 				}
 				if st.next < 0 {
@@ -511,6 +553,11 @@ type cutBase struct {
 	bits  []uint64
 	toks  []cutItem // by need, largest first
 	exits []cutItem
+	// trie is the trie walked: the Vocab's, or its rest when every slice
+	// token of k characters needs k+sliceNeed (a free-text state), so the
+	// slice is allowed by length alone and never walked.
+	trie      *Vocab
+	sliceNeed int32
 }
 
 type cutItem struct{ id, need int32 }
@@ -519,6 +566,12 @@ type cutKey struct {
 	src   *dfa
 	state int32
 }
+
+// cutBasesMax bounds the memory of the cut bases of one Vocab (a base of a
+// free-text state holds ~100k items); past it bases are recomputed.
+const cutBasesMax = 64 << 20
+
+func (b *cutBase) size() int { return 8*len(b.bits) + 8*len(b.toks) + 8*len(b.exits) + 64 }
 
 // cutLeaf derives what state j of a truncated content automaton allows from
 // its source state: a token (or exit) stays allowed exactly when its need
@@ -531,12 +584,15 @@ func (v *Vocab) cutLeaf(c *cutInfo, j int) *leafResult {
 	base, ok := v.cutBases[k]
 	v.mu.Unlock()
 	if !ok {
-		base = v.computeCutBase(c, k.state)
+		base = v.newCutBase(c, c.state[j])
 		v.mu.Lock()
 		if v.cutBases == nil {
 			v.cutBases = map[cutKey]*cutBase{}
 		}
-		v.cutBases[k] = base
+		if v.cutBytes+base.size() <= cutBasesMax {
+			v.cutBases[k] = base
+			v.cutBytes += base.size()
+		}
 		v.mu.Unlock()
 	}
 	bitsOut := append([]uint64(nil), base.bits...)
@@ -552,12 +608,63 @@ func (v *Vocab) cutLeaf(c *cutInfo, j int) *leafResult {
 			exits = append(exits, e.id)
 		}
 	}
-	return v.newLeafResult(bitsOut, exits)
+	lr := base.trie.newLeafResult(bitsOut, exits)
+	if base.trie != v {
+		if n := left - base.sliceNeed; n > 0 {
+			lr.slice = int(min(n, int32(v.sliceChars))) + 1
+		}
+	}
+	return lr
+}
+
+// newCutBase computes the base of content state s: on the rest trie when
+// the slice's needs follow from token lengths alone.
+func (v *Vocab) newCutBase(c *cutInfo, s int32) *cutBase {
+	if v.rest != nil {
+		if need, ok := c.src.sliceNeed(s, c.dist, v.sliceChars); ok {
+			b := v.rest.computeCutBase(c, s+1)
+			b.sliceNeed = need
+			return b
+		}
+	}
+	return v.computeCutBase(c, s+1)
+}
+
+// sliceNeed reports whether from content state q every text of at most
+// maxChars plain characters stays alive and ends in a state dist[] calls
+// equally far from acceptance: then a slice token of k characters needs
+// exactly k plus that distance.
+func (d *dfa) sliceNeed(q int32, dist []int32, maxChars int) (int32, bool) {
+	seen := map[int32]bool{}
+	layer := []int32{q}
+	need := int32(-1)
+	for k := 0; k < maxChars && len(layer) > 0; k++ {
+		var next []int32
+		for _, s := range layer {
+			if !d.plainSteps(s, false, func(t int32) {
+				if !seen[t] {
+					seen[t] = true
+					next = append(next, t)
+				}
+			}) {
+				return 0, false
+			}
+		}
+		for _, t := range next {
+			if need < 0 {
+				need = dist[t]
+			} else if dist[t] != need {
+				return 0, false
+			}
+		}
+		layer = next
+	}
+	return need, need >= 0
 }
 
 func (v *Vocab) computeCutBase(c *cutInfo, q0 int32) *cutBase {
 	d := c.quotedSrc
-	base := &cutBase{bits: make([]uint64, v.MaskWords()), toks: make([]cutItem, 0, v.Size())}
+	base := &cutBase{bits: make([]uint64, v.MaskWords()), toks: make([]cutItem, 0, 1024), trie: v}
 	st := make([]int32, v.maxDepth+2)
 	chars := make([]int32, v.maxDepth+2) // characters started on the path
 	st[0] = q0
