@@ -67,3 +67,56 @@ func exitTexts(lr *leafResult) []string {
 	}
 	return out
 }
+
+// TestExclLeafExact: what a state of an extra-key automaton (a string minus
+// the property names) allows, derived from the string's result, equals a
+// walk of the trie, for every live state; names at the bound, prefixes of
+// each other, escapes and non-ASCII included.
+func TestExclLeafExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("walks the Llama-3 trie once per state")
+	}
+	v := loadLlama3(t)
+	for _, tc := range []struct {
+		names    []string
+		maxChars int
+	}{
+		{[]string{"path", "interval", "timeout"}, 8},
+		{[]string{"a", "ab", "abc"}, 3},
+		{[]string{"id", "name", "é", `a"b`, `x\y`}, 5},
+		{[]string{"path", "interval"}, 128},
+		{[]string{"path", "port"}, -1},
+	} {
+		var leaves leafDFAs
+		c := &schemaCompiler{opts: Options{leaves: &leaves}}
+		var lits []frag
+		for _, k := range tc.names {
+			lits = append(lits, lit(quoteJSON(k)))
+		}
+		d, err := c.differenceFromString(alt(lits...), tc.maxChars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := 0
+		for q := int32(0); q < int32(d.states()); q++ {
+			if d.excl.sState[q] < 0 || !d.accept[q] && !d.hasBytes[q] {
+				continue
+			}
+			got := v.exclLeaf(d.excl, q)
+			if got != v.leaf(d.excl.s, d.excl.sState[q]) {
+				changed++
+			}
+			want := v.computeLeaf(d, q)
+			a, b := make([]uint64, v.MaskWords()), make([]uint64, v.MaskWords())
+			got.orInto(a, v)
+			want.orInto(b, v)
+			ge, we := exitTexts(got), exitTexts(want)
+			if !slices.Equal(a, b) || !slices.Equal(ge, we) {
+				t.Fatalf("%q (%d chars) state %d: derived %d tokens %d exits, walk %d tokens %d exits", tc.names, tc.maxChars, q, popcount(a), len(ge), popcount(b), len(we))
+			}
+		}
+		if changed == 0 {
+			t.Fatalf("%q: no state removed anything: the derivation went untested", tc.names)
+		}
+	}
+}

@@ -22,6 +22,7 @@ type dfa struct {
 	hash     [32]byte     // identity of (trans, accept) for leaf rules, keys Vocab caches
 	counted  *charCounter // set on quoted counted strings (see quoted)
 	cut      *cutInfo     // set on truncated content and its quoted form
+	excl     *exclInfo    // set on a string automaton minus literal keys
 }
 
 // charCounter describes a quoted string of min to max characters built by

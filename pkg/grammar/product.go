@@ -28,6 +28,13 @@ func leafDFA(f frag, leaves *leafDFAs) (*dfa, error) {
 
 // product runs DFAs in lockstep; keep decides acceptance from the parts'.
 func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
+	d, _, err := productStates(ds, keep)
+	return d, err
+}
+
+// productStates is product, also returning each state's part states (-1:
+// that part is dead).
+func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, error) {
 	var kb []byte
 	var sets []byteSet
 	for _, d := range ds {
@@ -74,7 +81,7 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	}
 	start := make([]int32, len(ds))
 	if _, err := add(start); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	next := make([]int32, len(ds))
 	for q := 0; q < len(queue); q++ {
@@ -94,14 +101,14 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 			}
 			id, err := add(next)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out.trans[q*out.ncls+c] = id
 		}
 	}
 	out.trim(nil)
 	out.finish()
-	return out, nil
+	return out, queue, nil
 }
 
 func allAccept(acc []bool) bool {
@@ -132,5 +139,14 @@ func (c *schemaCompiler) differenceFromString(b frag, maxChars int) (*dfa, error
 	if err != nil {
 		return nil, err
 	}
-	return product([]*dfa{da, db}, func(acc []bool) bool { return acc[0] && !acc[1] })
+	d, parts, err := productStates([]*dfa{da, db}, func(acc []bool) bool { return acc[0] && !acc[1] })
+	if err != nil {
+		return nil, err
+	}
+	x := &exclInfo{s: da, n: db, sState: make([]int32, len(parts)), nState: make([]int32, len(parts))}
+	for q, p := range parts {
+		x.sState[q], x.nState[q] = p[0], p[1]
+	}
+	d.excl = x
+	return d, nil
 }

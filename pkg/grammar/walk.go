@@ -166,6 +166,11 @@ func (lr *leafResult) orInto(out []uint64, v *Vocab) {
 			out[i] |= x
 		}
 	}
+	lr.ownInto(out)
+}
+
+// ownInto ORs in the tokens lr holds itself (not the slice).
+func (lr *leafResult) ownInto(out []uint64) {
 	if lr.dense != nil {
 		for i, x := range lr.dense {
 			out[i] |= x
@@ -210,6 +215,8 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	}
 	if j := int(q) - 1; d.cut != nil && d.cut.quotedSrc != nil && j >= 0 && j < len(d.cut.state) {
 		lr = v.cutLeaf(d.cut, j)
+	} else if x := d.excl; x != nil && x.sState[q] >= 0 && (d.accept[q] || d.hasBytes[q]) {
+		lr = v.exclLeaf(x, q)
 	} else if k, ok := d.plainDepth(q, v.sliceChars); ok {
 		lr = v.rest.computeLeaf(d, q)
 		lr.slice = k + 1
