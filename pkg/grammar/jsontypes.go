@@ -216,6 +216,16 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		return call(c.stringRule()), nil // the bounded any_string itself
 	}
 	content := parts[0]
+	if len(parts) == 2 && minL == 0 && hasMax && truncate < 0 && parts[1].cyclic() && parts[1].singleByteChars() {
+		// maxLength over a pattern of one-byte characters: the pattern cut
+		// at maxLength bytes is exact, and its states derive from the
+		// pattern's (cutLeaf) instead of a product whose every counting
+		// state walks the trie on its first visit.
+		if t, err := truncated(parts[1], maxL); err == nil {
+			parts = parts[1:2]
+			content = t
+		}
+	}
 	if len(parts) > 1 {
 		var err error
 		if content, err = product(parts, allAccept); err != nil {

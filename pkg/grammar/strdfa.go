@@ -271,3 +271,19 @@ func (d *dfa) toAccept() []int32 {
 	}
 	return dist
 }
+
+// singleByteChars: every character d accepts is one byte (no backslash
+// escape, nothing past ASCII), so characters and bytes count alike.
+func (d *dfa) singleByteChars() bool {
+	for q := 0; q < d.states(); q++ {
+		for b := 0x80; b < 0x100; b++ {
+			if d.next(int32(q), byte(b)) >= 0 {
+				return false
+			}
+		}
+		if d.next(int32(q), '\\') >= 0 {
+			return false
+		}
+	}
+	return true
+}
