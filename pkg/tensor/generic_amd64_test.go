@@ -54,7 +54,7 @@ func TestVNNIMatchesAVX2(t *testing.T) {
 	}
 }
 
-// TestKQuantVNNIMatchesAVX2: the AVX-512 VNNI q4_K and q6_K kernels give
+// TestKQuantVNNIMatchesAVX2: the AVX-512 VNNI q4_K, q5_K and q6_K kernels give
 // the AVX2 ones' bits on random and extreme blocks (all quant bits set,
 // largest scales, activations at -128 and 127), and the K-quant tests
 // pass on the AVX2 kernels too, so both paths stay checked on one CPU.
@@ -118,11 +118,16 @@ func TestKQuantVNNIMatchesAVX2(t *testing.T) {
 					}
 				}
 			}
-			w6 := randKBlocks(rng, Q6_K, 5*nb, extreme)
-			v, a := both(func(out []float32) { dotQ6KRows(w6, xk.Q, xk.D, xk.BSums, out) }, 5)
-			for i := range v {
-				if !bitsEqual(v[i], a[i]) {
-					t.Fatalf("q6_K nb %d trial %d row %d: VNNI %v, AVX2 %v", nb, trial, i, v[i], a[i])
+			for _, k := range []struct {
+				dt   DType
+				rows func(w []byte, xq []int8, xd []float32, xbs []int16, out []float32)
+			}{{Q5_K, dotQ5KRows}, {Q6_K, dotQ6KRows}} {
+				w := randKBlocks(rng, k.dt, 5*nb, extreme)
+				v, a := both(func(out []float32) { k.rows(w, xk.Q, xk.D, xk.BSums, out) }, 5)
+				for i := range v {
+					if !bitsEqual(v[i], a[i]) {
+						t.Fatalf("%s nb %d trial %d row %d: VNNI %v, AVX2 %v", k.dt, nb, trial, i, v[i], a[i])
+					}
 				}
 			}
 		}

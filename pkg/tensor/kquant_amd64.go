@@ -12,6 +12,9 @@ func q5KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, o
 func q6KRowsAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
+func q5KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+
+//go:noescape
 func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
@@ -66,7 +69,7 @@ func dotQ5K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 	}
 	var out float32
 	nb := kArgs(w, q5KBlockBytes, xq, xd, xbs)
-	q5KRowsAVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
+	q5KRows()(&w[0], &xq[0], &xd[0], &xbs[0], nb, 1, &out)
 	return out
 }
 
@@ -83,14 +86,21 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xbs []int16) float32 {
 // dotQ5KRows and dotQ6KRows are dotQ5K / dotQ6K on len(out) consecutive
 // rows at w in one call (a decode step's rows: no Go call per row).
 func dotQ5KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
-	dotKRows(q5KRowsAVX2, dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
+	dotKRows(q5KRows(), dotQ5KGeneric, q5KBlockBytes, w, xq, xd, xbs, out)
 }
 
 func dotQ6KRows(w []byte, xq []int8, xd []float32, xbs []int16, out []float32) {
 	dotKRows(q6KRows(), dotQ6KGeneric, q6KBlockBytes, w, xq, xd, xbs, out)
 }
 
-// q6KRows is the q6_K rows kernel for this CPU.
+// q5KRows and q6KRows are the q5_K / q6_K rows kernels for this CPU.
+func q5KRows() func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32) {
+	if hasVNNI {
+		return q5KRowsVNNI
+	}
+	return q5KRowsAVX2
+}
+
 func q6KRows() func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32) {
 	if hasVNNI {
 		return q6KRowsVNNI

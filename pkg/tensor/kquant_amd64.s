@@ -4,135 +4,7 @@
 // order. One weight row against one q8_K activation row.
 
 #include "textflag.h"
-
-// kq4shuf: VPSHUFB masks broadcasting int16 i (of eight) of each lane to
-// every word of that lane.
-DATA kq4shuf<>+0(SB)/8, $0x0100010001000100
-DATA kq4shuf<>+8(SB)/8, $0x0100010001000100
-DATA kq4shuf<>+16(SB)/8, $0x0100010001000100
-DATA kq4shuf<>+24(SB)/8, $0x0100010001000100
-DATA kq4shuf<>+32(SB)/8, $0x0302030203020302
-DATA kq4shuf<>+40(SB)/8, $0x0302030203020302
-DATA kq4shuf<>+48(SB)/8, $0x0302030203020302
-DATA kq4shuf<>+56(SB)/8, $0x0302030203020302
-DATA kq4shuf<>+64(SB)/8, $0x0504050405040504
-DATA kq4shuf<>+72(SB)/8, $0x0504050405040504
-DATA kq4shuf<>+80(SB)/8, $0x0504050405040504
-DATA kq4shuf<>+88(SB)/8, $0x0504050405040504
-DATA kq4shuf<>+96(SB)/8, $0x0706070607060706
-DATA kq4shuf<>+104(SB)/8, $0x0706070607060706
-DATA kq4shuf<>+112(SB)/8, $0x0706070607060706
-DATA kq4shuf<>+120(SB)/8, $0x0706070607060706
-DATA kq4shuf<>+128(SB)/8, $0x0908090809080908
-DATA kq4shuf<>+136(SB)/8, $0x0908090809080908
-DATA kq4shuf<>+144(SB)/8, $0x0908090809080908
-DATA kq4shuf<>+152(SB)/8, $0x0908090809080908
-DATA kq4shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kq4shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kq4shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kq4shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kq4shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kq4shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kq4shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kq4shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kq4shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA kq4shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA kq4shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA kq4shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL kq4shuf<>(SB), RODATA|NOPTR, $256
-DATA kqm4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kqm4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kqm4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA kqm4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL kqm4<>(SB), RODATA|NOPTR, $32
-DATA kqm3<>+0(SB)/8, $0x0303030303030303
-DATA kqm3<>+8(SB)/8, $0x0303030303030303
-DATA kqm3<>+16(SB)/8, $0x0303030303030303
-DATA kqm3<>+24(SB)/8, $0x0303030303030303
-GLOBL kqm3<>(SB), RODATA|NOPTR, $32
-DATA kqm12<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA kqm12<>+8(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA kqm12<>+16(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA kqm12<>+24(SB)/8, $0x0c0c0c0c0c0c0c0c
-GLOBL kqm12<>(SB), RODATA|NOPTR, $32
-DATA kqm48<>+0(SB)/8, $0x3030303030303030
-DATA kqm48<>+8(SB)/8, $0x3030303030303030
-DATA kqm48<>+16(SB)/8, $0x3030303030303030
-DATA kqm48<>+24(SB)/8, $0x3030303030303030
-GLOBL kqm48<>(SB), RODATA|NOPTR, $32
-DATA kqmc0<>+0(SB)/8, $0xc0c0c0c0c0c0c0c0
-DATA kqmc0<>+8(SB)/8, $0xc0c0c0c0c0c0c0c0
-DATA kqmc0<>+16(SB)/8, $0xc0c0c0c0c0c0c0c0
-DATA kqmc0<>+24(SB)/8, $0xc0c0c0c0c0c0c0c0
-GLOBL kqmc0<>(SB), RODATA|NOPTR, $32
-DATA kqone<>+0(SB)/8, $0x0101010101010101
-DATA kqone<>+8(SB)/8, $0x0101010101010101
-DATA kqone<>+16(SB)/8, $0x0101010101010101
-DATA kqone<>+24(SB)/8, $0x0101010101010101
-GLOBL kqone<>(SB), RODATA|NOPTR, $32
-
-// KSCALES decodes the 12 scale bytes at 4(SI) of a q4_K/q5_K block into
-// Y0 = 16 int16 (scales 0-7, mins 0-7), Y1 = scales 0-7 in both halves and
-// X2 = mins 0-7 (ggml's kmask1/2/3 unpacking). Clobbers AX, R9-R13.
-#define KSCALES \
-	MOVL         4(SI), AX          \
-	MOVL         8(SI), R9          \
-	MOVL         12(SI), R10        \
-	MOVL         R10, R11           \
-	SHRL         $4, R11            \
-	ANDL         $0x0f0f0f0f, R11   \
-	MOVL         R9, R12            \
-	SHRL         $6, R12            \
-	ANDL         $0x03030303, R12   \
-	SHLL         $4, R12            \
-	ORL          R12, R11           \
-	MOVL         R9, R12            \
-	ANDL         $0x3f3f3f3f, R12   \
-	MOVL         R10, R13           \
-	ANDL         $0x0f0f0f0f, R13   \
-	MOVL         AX, R9             \
-	SHRL         $6, R9             \
-	ANDL         $0x03030303, R9    \
-	SHLL         $4, R9             \
-	ORL          R9, R13            \
-	ANDL         $0x3f3f3f3f, AX    \
-	VMOVD        AX, X0             \
-	VPINSRD      $1, R13, X0, X0    \
-	VPINSRD      $2, R12, X0, X0    \
-	VPINSRD      $3, R11, X0, X0    \
-	VPMOVZXBW    X0, Y0             \
-	VPERMQ       $0x44, Y0, Y1      \
-	VEXTRACTI128 $1, Y0, X2
-
-// KMINS: X2 = the four int32 mins[2j]*S[2j] + mins[2j+1]*S[2j+1], S the
-// 32-value sums of the activation block (bsums at BX, paired).
-#define KMINS \
-	VMOVDQU      (BX), Y3           \
-	VEXTRACTI128 $1, Y3, X4         \
-	VPHADDW      X4, X3, X3         \
-	VPMADDWD     X3, X2, X2
-
-// KPAIR4: the 64 values of chunk J of a q4_K block (quants at QS, one byte
-// holding value l and l+32) against q8 at OFF(DI): OUT = 8 int32 lanes of
-// scale[2J]*(low products) + scale[2J+1]*(high products), 4 per lane.
-#define KPAIR4(QS, OFF, J, OUT) \
-	VMOVDQU    QS(SI), Y4                  \
-	VPAND      Y15, Y4, Y5                 \
-	VPSRLW     $4, Y4, Y4                  \
-	VPAND      Y15, Y4, Y4                 \
-	VPMADDUBSW OFF(DI), Y5, Y5             \
-	VPMADDUBSW OFF+32(DI), Y4, Y4          \
-	VPSHUFB    kq4shuf<>+(64*(J))(SB), Y1, Y6    \
-	VPSHUFB    kq4shuf<>+(64*(J)+32)(SB), Y1, Y7 \
-	VPMADDWD   Y6, Y5, Y5                  \
-	VPMADDWD   Y7, Y4, Y4                  \
-	VPADDD     Y4, Y5, OUT
-
-// FP16 loads the f16 at ADDR as float32 into XD (via AX).
-#define FP16(ADDR, XD) \
-	MOVWLZX   ADDR, AX \
-	VMOVD     AX, XD   \
-	VCVTPH2PS XD, XD
+#include "kquant_amd64.h"
 
 // func q4KDotAVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, gemm int) float32
 // ggml_gemv_q4_K_8x8_q8_K (gemm == 0: acc += isum*(d*dy) per super-block)
@@ -212,18 +84,6 @@ q4Knext:
 	VMOVSS     X0, ret+48(FP)
 	VZEROUPPER
 	RET
-
-// KHSUM reduces YF (X-form XF) into X0 as ggml's hsum_float_8 (X1
-// clobbered); HSUM8 is KHSUM of Y14.
-#define KHSUM(YF, XF) \
-	VEXTRACTF128 $1, YF, X0 \
-	VADDPS       XF, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
-
-#define HSUM8 KHSUM(Y14, X14)
 
 // KQ5CHUNK(R): chunk R of a q5_K block (quants at 48+32R, high bits 2R
 // and 2R+1 of the qh bytes in Y11, shifted down as the chunks pass), its
@@ -395,87 +255,6 @@ q6Kloop:
 	VZEROUPPER
 	RET
 
-// KQ6VCHUNK is KQ6CHUNK with AVX-512 VNNI: VPDPWSSD does VPMADDWD's
-// exact int16-pair products and VPADDD's add in one step (no saturation,
-// int32 lanes as before), so the same integers and bits.
-#define KQ6VCHUNK(Q, OFF, IS) \
-	VPMADDUBSW OFF(DI), Q, Q                     \
-	VPSHUFB    kq4shuf<>+(32*(IS))(SB), Y12, Y11 \
-	VPDPWSSD   Y11, Q, Y3
-
-// KQ6VHALF is KQ6HALF with KQ6VCHUNK.
-#define KQ6VHALF(J) \
-	VMOVDQU (64*J)(SI), Y4          \
-	VMOVDQU (64*J+32)(SI), Y5       \
-	VMOVDQU (128+32*J)(SI), Y6      \
-	VPAND   kqm3<>(SB), Y6, Y7      \
-	VPSLLW  $4, Y7, Y7              \
-	VPAND   kqm12<>(SB), Y6, Y8     \
-	VPSLLW  $2, Y8, Y8              \
-	VPAND   kqm48<>(SB), Y6, Y9     \
-	VPAND   kqmc0<>(SB), Y6, Y10    \
-	VPSRLW  $2, Y10, Y10            \
-	VPAND   Y15, Y4, Y11            \
-	VPOR    Y11, Y7, Y7             \
-	VPAND   Y15, Y5, Y11            \
-	VPOR    Y11, Y8, Y8             \
-	VPSRLW  $4, Y4, Y4              \
-	VPAND   Y15, Y4, Y4             \
-	VPOR    Y4, Y9, Y9              \
-	VPSRLW  $4, Y5, Y5              \
-	VPAND   Y15, Y5, Y5             \
-	VPOR    Y5, Y10, Y10            \
-	KQ6VCHUNK(Y7, 128*J, 4*J)        \
-	KQ6VCHUNK(Y8, 128*J+32, 4*J+1)   \
-	KQ6VCHUNK(Y9, 128*J+64, 4*J+2)   \
-	KQ6VCHUNK(Y10, 128*J+96, 4*J+3)
-
-// func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
-// q6KRowsAVX2 with AVX-512 VNNI (VPDPWSSD).
-TEXT ·q6KRowsVNNI(SB), NOSPLIT, $0-56
-	MOVQ    w+0(FP), SI
-	MOVQ    rows+40(FP), R13
-	MOVQ    out+48(FP), R12
-	VMOVDQU kqm4<>(SB), Y15
-
-q6Kvrow:
-	MOVQ    xq+8(FP), DI
-	MOVQ    xd+16(FP), DX
-	MOVQ    xbs+24(FP), BX
-	MOVQ    nb+32(FP), CX
-	VXORPS  Y14, Y14, Y14
-
-q6Kvloop:
-	VMOVDQU   192(SI), X0
-	VPMOVSXBW X0, Y1
-	VMOVDQU   (BX), Y2
-	VPMADDWD  Y1, Y2, Y2
-	VPSLLD    $5, Y2, Y2
-	VPSHUFB   kq6eo<>(SB), X0, X0
-	VPMOVSXBW X0, Y12
-	VPXOR     Y3, Y3, Y3
-	KQ6VHALF(0)
-	KQ6VHALF(1)
-	VPSUBD       Y2, Y3, Y3
-	VCVTDQ2PS    Y3, Y3
-	FP16(208(SI), X4)
-	VMULSS       (DX), X4, X4
-	VBROADCASTSS X4, Y4
-	VFMADD231PS  Y3, Y4, Y14
-	ADDQ         $210, SI
-	ADDQ         $256, DI
-	ADDQ         $4, DX
-	ADDQ         $32, BX
-	DECQ         CX
-	JNZ          q6Kvloop
-	HSUM8
-	VMOVSS       X0, (R12)
-	ADDQ         $4, R12
-	DECQ         R13
-	JNZ          q6Kvrow
-	VZEROUPPER
-	RET
-
 // KX4SETUP loads the arguments of a four-token kernel (w, xq, xd, xbs,
 // nb) and the token strides: token t's activation bytes at DI + t*R8
 // (R9 = 3*R8), its scales at DX + t*R10 (R11 = 3*R10), its 16-value sums
@@ -501,12 +280,6 @@ q6Kvloop:
 	VXORPS  Y12, Y12, Y12     \
 	VXORPS  Y13, Y13, Y13     \
 	VXORPS  Y14, Y14, Y14
-
-// kq6eo: VPSHUFB mask putting a q6_K block's even scales in bytes 0-7 and
-// its odd ones in bytes 8-15.
-DATA kq6eo<>+0(SB)/8, $0x0e0c0a0806040200
-DATA kq6eo<>+8(SB)/8, $0x0f0d0b0907050301
-GLOBL kq6eo<>(SB), RODATA|NOPTR, $16
 
 // Q6X4TOK: token t's products with chunk Q (its activation bytes at
 // AADDR) scaled by Y8, into its lanes YACC.
