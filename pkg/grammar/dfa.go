@@ -227,6 +227,31 @@ func byteClasses(sets []byteSet) (classOf [256]int, reps []byte) {
 
 // finish computes the derived fields once trimming is done.
 func (d *dfa) finish() {
+	d.flags()
+	if d.leaf {
+		d.hashTables()
+	}
+}
+
+// finishAs is finish for an automaton built deterministically from parts
+// with known hashes: tag and those hashes identify it (equal ids, equal
+// tables), so hashing its tables — a third of a large schema's compile —
+// is skipped.
+func (d *dfa) finishAs(tag string, parts ...[]byte) {
+	d.flags()
+	if d.leaf {
+		h := sha256.New()
+		h.Write([]byte("derived\x00" + tag + "\x00"))
+		for _, p := range parts {
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(p))))
+			h.Write(p)
+		}
+		copy(d.hash[:], h.Sum(nil))
+	}
+}
+
+// flags computes leaf, plain and hasBytes.
+func (d *dfa) flags() {
 	d.leaf = true
 	d.plain = make([]bool, d.states())
 	d.hasBytes = make([]bool, d.states())
@@ -239,22 +264,24 @@ func (d *dfa) finish() {
 			d.leaf = false
 		}
 	}
-	if d.leaf {
-		// The hash only keys in-process caches, so native byte order is fine.
-		h := sha256.New()
-		h.Write(d.cls[:])
-		if len(d.trans) > 0 {
-			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&d.trans[0])), 4*len(d.trans)))
-		}
-		for _, a := range d.accept {
-			if a {
-				h.Write([]byte{1})
-			} else {
-				h.Write([]byte{0})
-			}
-		}
-		copy(d.hash[:], h.Sum(nil))
+}
+
+// hashTables sets hash from the tables.
+func (d *dfa) hashTables() {
+	// The hash only keys in-process caches, so native byte order is fine.
+	h := sha256.New()
+	h.Write(d.cls[:])
+	if len(d.trans) > 0 {
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&d.trans[0])), 4*len(d.trans)))
 	}
+	for _, a := range d.accept {
+		if a {
+			h.Write([]byte{1})
+		} else {
+			h.Write([]byte{0})
+		}
+	}
+	copy(d.hash[:], h.Sum(nil))
 }
 
 // trim removes states from which no accepting state can be reached, given

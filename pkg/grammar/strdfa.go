@@ -1,6 +1,9 @@
 package grammar
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Strings with length bounds are built as automata directly: unrolling
 // {min,max} copies of a character into an NFA and determinizing costs
@@ -43,7 +46,9 @@ func repeatChar(char *dfa, min, max int) (*dfa, error) {
 			}
 		}
 	}
-	d.finish() // every state can still complete: no trimming needed
+	// Every state can still complete: no trimming needed. The automaton is
+	// a function of (char, min, max): that is its identity.
+	d.finishAs("repeat", char.hash[:], binary.LittleEndian.AppendUint64(nil, uint64(min)), binary.LittleEndian.AppendUint64(nil, uint64(max)))
 	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
 	return d, nil
 }
@@ -87,7 +92,12 @@ func quoted(content *dfa) *dfa {
 		}
 	}
 	d.accept[n+1] = true
-	d.finish() // content is trimmed, so is this
+	// Content is trimmed, so is this; a function of content alone.
+	if content.leaf {
+		d.finishAs("quoted", content.hash[:])
+	} else {
+		d.finish()
+	}
 	d.counted = content.counted
 	if c := content.cut; c != nil {
 		if c.quotedSrc == nil {
