@@ -93,6 +93,11 @@ func (s *Server) parseChat(body []byte) (*chatRequest, *apiError) {
 	if separate {
 		req.output.reasoning = s.reasoningParserFor()
 	}
+	if req.output.reasoning == chatout.HarmonyParser {
+		if e := harmonyRequest(o, req); e != nil {
+			return nil, e
+		}
+	}
 	if e := s.parseThinkingBudget(o, req); e != nil {
 		return nil, e
 	}
@@ -142,6 +147,9 @@ func (s *Server) parseThinkingBudget(o *object, req *chatRequest) *apiError {
 	}
 	if req.output.reasoning == "" {
 		return unsupported("thinking_token_budget", "'thinking_token_budget' needs a reasoning parser: start the server with --reasoning_parser (and leave separate_reasoning true)")
+	}
+	if req.output.reasoning == chatout.HarmonyParser {
+		return unsupported("thinking_token_budget", "'thinking_token_budget' is not supported for gpt-oss's harmony format (its thinking ends at a channel switch, not a </think> tag)")
 	}
 	if len(req.params.AllowedTokenIDs) > 0 {
 		// The forced end tag may be a token the list leaves out.
@@ -417,4 +425,20 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, req *chatReq
 		}
 	}
 	_ = sse.done()
+}
+
+// harmonyRequest adapts a chat request to gpt-oss's harmony output: the
+// channel markers are special tokens, so they stay in the text the parser
+// reads unless the request sets skip_special_tokens itself (the parser
+// drops them from what it returns either way); what the harmony parser
+// cannot honour yet is refused by name.
+func harmonyRequest(o *object, req *chatRequest) *apiError {
+	if req.constraint != nil {
+		return unsupported("response_format", "structured output is not supported for gpt-oss's harmony format "+
+			"(the answer follows an analysis channel the constraint would forbid)")
+	}
+	if !o.has("skip_special_tokens") {
+		req.params.SkipSpecialTokens = false
+	}
+	return nil
 }

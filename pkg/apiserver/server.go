@@ -108,8 +108,9 @@ type Options struct {
 	// llama3_json, mistral); "" picks it from the chat template.
 	ToolCallParser string
 	// ReasoningParser splits thinking from the answer (--reasoning_parser:
-	// qwen3, deepseek-r1, or none); "" picks qwen3 for templates that
-	// render thinking blocks.
+	// qwen3, deepseek-r1, gpt-oss, or none); "" picks gpt-oss for templates
+	// that render harmony channels, qwen3 for those that render thinking
+	// blocks.
 	ReasoningParser string
 	// CheckConstraint compiles a constraint to see that it can be
 	// enforced (an error names what cannot, e.g. a schema keyword); nil

@@ -331,6 +331,9 @@ func (s *Server) applyTools(tr *toolRequest, req *chatRequest, msgs *[]chattmpl.
 	if !tr.active() {
 		return nil
 	}
+	if req.output.reasoning == chatout.HarmonyParser {
+		return unsupported("tools", "tool calls in gpt-oss's harmony format (the commentary channel) are not supported yet")
+	}
 	parser := s.toolParserFor()
 	if parser == "" {
 		return unsupported("tools", "this model's chat template shows no tool call format this server reads (%s); "+

@@ -1,5 +1,6 @@
 // Package chatout reads what a chat model writes into what the OpenAI API
-// returns: reasoning ("<think>…</think>", reasoning_content), the answer
+// returns: reasoning ("<think>…</think>", gpt-oss's analysis channel;
+// reasoning_content), the answer
 // (content) and tool calls in the model's own call format (hermes,
 // llama3_json, mistral).
 //
@@ -60,6 +61,7 @@ type Config struct {
 
 // Parser parses one sequence's output.
 type Parser struct {
+	h     *harmony // gpt-oss's channels, in place of r
 	r     *reasoner
 	t     *toolMachine
 	calls []Call
@@ -69,6 +71,13 @@ type Parser struct {
 // New checks cfg and returns a parser.
 func New(cfg Config) (*Parser, error) {
 	p := &Parser{}
+	if cfg.Reasoning == HarmonyParser {
+		if cfg.Tools != "" {
+			return nil, fmt.Errorf("reasoning parser %s: gpt-oss writes its tool calls in its own channels, which tool call parser %q cannot read", HarmonyParser, cfg.Tools)
+		}
+		p.h = newHarmony(cfg.ThinkingOpen)
+		return p, nil
+	}
 	if cfg.Reasoning != "" {
 		r, err := newReasoner(cfg.Reasoning, cfg.ThinkingOpen)
 		if err != nil {
@@ -93,10 +102,13 @@ func New(cfg Config) (*Parser, error) {
 // Push parses the next piece of text and returns the events it settles.
 func (p *Parser) Push(text string) []Event {
 	p.out = p.out[:0]
-	if p.r == nil {
-		p.content(text, false)
-	} else {
+	switch {
+	case p.h != nil:
+		p.h.push(text, p)
+	case p.r != nil:
 		p.r.push(text, p)
+	default:
+		p.content(text, false)
 	}
 	return p.take()
 }
@@ -105,6 +117,9 @@ func (p *Parser) Push(text string) []Event {
 // text; an unfinished call that has not started is content).
 func (p *Parser) Finish() []Event {
 	p.out = p.out[:0]
+	if p.h != nil {
+		p.h.finish(p)
+	}
 	if p.r != nil {
 		p.r.finish(p)
 	}

@@ -127,6 +127,28 @@ func TestParse(t *testing.T) {
 			result{Reasoning: "I should call f.", Calls: []Call{call(0, "f", `{"k": "<tool_call>"}`)}}},
 		{"call mention in thinking", Config{Reasoning: "qwen3", Tools: "hermes"},
 			"<think>use <tool_call> tags</think>fine", result{Reasoning: "use <tool_call> tags", Content: "fine"}},
+		{"harmony", Config{Reasoning: HarmonyParser},
+			"<|channel|>analysis<|message|>User asks 1<2. Easy.<|end|><|start|>assistant<|channel|>final<|message|>Yes: 1 < 2.<|return|>",
+			result{Reasoning: "User asks 1<2. Easy.", Content: "Yes: 1 < 2."}},
+		{"harmony no return", Config{Reasoning: HarmonyParser},
+			"<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>answer <|",
+			result{Reasoning: "think", Content: "answer <|"}},
+		{"harmony preamble", Config{Reasoning: HarmonyParser},
+			"<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>" +
+				"<|start|>assistant<|channel|>final<|message|>Done.",
+			result{Reasoning: "a", Content: "Checking.Done."}},
+		{"harmony unsolicited call", Config{Reasoning: HarmonyParser},
+			"<|channel|>analysis<|message|>look it up<|end|><|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>{\"q\": \"x\"}<|call|>",
+			result{Reasoning: "look it up", Content: `{"q": "x"}`}},
+		{"harmony analysis addressed", Config{Reasoning: HarmonyParser},
+			"<|start|>assistant to=functions.f<|channel|>analysis<|message|>{}<|call|>", result{Content: "{}"}},
+		{"harmony cut in header", Config{Reasoning: HarmonyParser},
+			"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|chan", result{Reasoning: "x"}},
+		{"harmony cut in body", Config{Reasoning: HarmonyParser}, "<|channel|>analysis<|message|>still <|en",
+			result{Reasoning: "still <|en"}},
+		{"harmony unframed", Config{Reasoning: HarmonyParser}, "Plain answer <|end|>", result{Content: "Plain answer <|end|>"}},
+		{"harmony open prompt", Config{Reasoning: HarmonyParser, ThinkingOpen: true},
+			"more thought<|end|><|start|>assistant<|channel|>final<|message|>ok", result{Reasoning: "more thought", Content: "ok"}},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range cases {
@@ -183,6 +205,7 @@ func TestDetect(t *testing.T) {
 		{"[TOOL_CALLS]", "mistral", ""},
 		{"<|start_header_id|>", "llama3_json", ""},
 		{"<|im_start|>", "", ""},
+		{"<|start|>assistant<|channel|>final<|message|>", "", HarmonyParser},
 	} {
 		if got := DetectToolParser(tc.tmpl); got != tc.tools {
 			t.Errorf("DetectToolParser(%q) = %q, want %q", tc.tmpl, got, tc.tools)
@@ -209,5 +232,8 @@ func TestDetect(t *testing.T) {
 	}
 	if _, err := New(Config{Reasoning: "nope"}); err == nil {
 		t.Error("unknown reasoning parser accepted")
+	}
+	if _, err := New(Config{Reasoning: HarmonyParser, Tools: "hermes"}); err == nil {
+		t.Error("a tool call parser accepted with the harmony format")
 	}
 }

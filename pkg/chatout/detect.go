@@ -20,10 +20,14 @@ func DetectToolParser(template string) string {
 	return ""
 }
 
-// DetectReasoningParser picks qwen3 for templates that render thinking
-// blocks; qwen3 reads output as reasoning only when it opens with <think>
-// or the prompt opened one, so it is safe for models that do not think.
+// DetectReasoningParser picks gpt-oss for templates that render harmony
+// channels, qwen3 for templates that render thinking blocks; qwen3 reads
+// output as reasoning only when it opens with <think> or the prompt opened
+// one, so it is safe for models that do not think.
 func DetectReasoningParser(template string) string {
+	if strings.Contains(template, harmonyChannel) {
+		return HarmonyParser
+	}
 	if strings.Contains(template, ThinkCloseTag) {
 		return "qwen3"
 	}

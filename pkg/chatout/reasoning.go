@@ -23,10 +23,11 @@ var reasoningParsers = map[string]bool{"qwen3": false, "deepseek-r1": true}
 
 // ReasoningParsers lists the reasoning parser names.
 func ReasoningParsers() []string {
-	out := make([]string, 0, len(reasoningParsers))
+	out := make([]string, 0, len(reasoningParsers)+1)
 	for k := range reasoningParsers {
 		out = append(out, k)
 	}
+	out = append(out, HarmonyParser)
 	sort.Strings(out)
 	return out
 }

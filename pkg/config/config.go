@@ -145,8 +145,9 @@ type Config struct {
 	// ToolCallParser is the tool call format the model writes (hermes,
 	// llama3_json, mistral); "" picks it from the chat template.
 	ToolCallParser string `json:"tool_call_parser"`
-	// ReasoningParser splits <think> blocks into reasoning_content (qwen3,
-	// deepseek-r1, none); "" picks qwen3 for templates with thinking.
+	// ReasoningParser splits <think> blocks (qwen3, deepseek-r1) or
+	// gpt-oss's analysis channel (gpt-oss) into reasoning_content; none
+	// turns it off; "" picks gpt-oss or qwen3 from the chat template.
 	ReasoningParser string `json:"reasoning_parser"`
 
 	// Logging.

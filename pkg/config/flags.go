@@ -72,7 +72,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&c.JobName, "job_name", c.JobName, "Pushgateway job name")
 	fs.StringVar(&c.ChatTemplate, "chat_template", c.ChatTemplate, "Jinja chat template file replacing the model's own (for /v1/chat/completions)")
 	fs.StringVar(&c.ToolCallParser, "tool_call_parser", c.ToolCallParser, "tool call format of the model: hermes, llama3_json, mistral (default: from the chat template)")
-	fs.StringVar(&c.ReasoningParser, "reasoning_parser", c.ReasoningParser, "reasoning parser: qwen3, deepseek-r1, none (default: qwen3 when the chat template renders <think> blocks)")
+	fs.StringVar(&c.ReasoningParser, "reasoning_parser", c.ReasoningParser, "reasoning parser: qwen3, deepseek-r1, gpt-oss, none (default: gpt-oss when the chat template renders harmony channels, qwen3 when it renders <think> blocks)")
 	fs.BoolVar(&c.MetricsVLLMCompat, "metrics_vllm_compat", c.MetricsVLLMCompat, "also serve the live gauges under vLLM's names (vllm:num_requests_waiting, ...) on the API port's /metrics")
 	fs.Var(&c.HealthInterval, "health_interval", "health role probe interval")
 	fs.StringVar(&c.Pooling, "pooling", c.Pooling, "/v1/embeddings pooling: auto (the model's modules.json / 1_Pooling or GGUF pooling_type; none: not served), last, mean or cls (any model)")
