@@ -47,6 +47,10 @@ type Options struct {
 	// per generated token it replays (one a step), so that it is not evicted
 	// again at once. Default 16.
 	PausedHeadroomSteps int
+	// FullWindowKV keeps the local (sliding-window) layers' K/V for every
+	// position, in the global slot space, as before windowed KV: for
+	// comparisons only; the output is the same either way.
+	FullWindowKV bool
 	// DisablePromptCache turns off the radix prompt cache
 	// (--disable_dynamic_prompt_cache).
 	DisablePromptCache bool
@@ -62,10 +66,14 @@ type Options struct {
 // Engine runs requests over one model and one KV pool. It is not safe for
 // concurrent use: the owner calls Add, Abort and Step from one goroutine.
 type Engine struct {
-	m       Forwarder
-	cfg     ModelConfig
-	opts    Options
-	pool    *kvcache.Pool
+	m    Forwarder
+	cfg  ModelConfig
+	opts Options
+	pool *kvcache.Pool
+	// lpool holds the local slots of a windowed KV store (nil otherwise):
+	// window is the model's LocalWindow.
+	lpool   *kvcache.Pool
+	window  int
 	cache   *kvcache.Radix // nil when the prompt cache is off
 	kv      *KV
 	sampler *sampler.Sampler
@@ -90,6 +98,7 @@ type Engine struct {
 	outs      []Output
 	aborted   []Output // abort events not yet returned by Step
 	finished  []*reqState
+	lfree     []int32 // local slots to free (dropLocal)
 
 	stats Stats
 	// fault is an internal inconsistency found outside Step (by Abort); the
@@ -115,6 +124,12 @@ type Stats struct {
 	KVUsed, KVSize        int
 	KVCached, KVEvictable int
 	KVAllocated           int // pool slots allocated (requests' own + cached)
+	// KVBytes is the memory the K/V store takes now. With a windowed store
+	// the local layers' part grows to the most local slots ever held:
+	// KVLocalAllocated now (requests' + KVLocalCached), KVLocalPeak at most.
+	KVBytes                         int64
+	KVLocalAllocated, KVLocalCached int
+	KVLocalPeak                     int
 	// CacheEvictedTokens counts prompt-cache tokens evicted to make room
 	// for requests (lightllm_cache_evicted_tokens).
 	CacheEvictedTokens uint64
@@ -169,23 +184,38 @@ func New(m Forwarder, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	var cache *kvcache.Radix
-	if !opts.DisablePromptCache {
-		cache = kvcache.NewRadix(pool)
-	}
-	return &Engine{
-		cache:   cache,
+	e := &Engine{
 		m:       m,
 		cfg:     cfg,
 		opts:    opts,
 		pool:    pool,
-		kv:      m.NewKV(opts.MaxTotalTokens),
 		sampler: smp,
 		log:     opts.Logger,
 		reqs:    make(map[uint64]*reqState),
 		chunk:   min(opts.ChunkedPrefillSize, opts.BatchMaxTokens),
 		slotSig: make([]uint64, opts.MaxTotalTokens),
-	}, nil
+	}
+	if wk, ok := m.(WindowedKVer); ok && !opts.FullWindowKV && wk.LocalWindow() > 0 {
+		// As many local slots as global ones: every held local slot pairs
+		// with a held global slot (the same position of the same owner), so
+		// the local pool is never short where the global one is not, and
+		// admission need not count it (the store's memory follows use).
+		if e.lpool, err = kvcache.NewPool(opts.MaxTotalTokens); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		e.window = wk.LocalWindow()
+		e.kv = wk.NewWindowKV(opts.MaxTotalTokens)
+	} else {
+		e.kv = m.NewKV(opts.MaxTotalTokens)
+	}
+	if !opts.DisablePromptCache {
+		if e.lpool != nil {
+			e.cache = kvcache.NewWindowedRadix(pool, e.lpool)
+		} else {
+			e.cache = kvcache.NewRadix(pool)
+		}
+	}
+	return e, nil
 }
 
 // Options returns the effective options (defaults filled in).
@@ -237,6 +267,7 @@ func (e *Engine) Add(r Request) error {
 		cacheLen:  -1,
 		newProc:   r.NewProcessor,
 	}
+	rs.pin = e.pinFrom(rs)
 	rs.params.StopTokenIDs = slices.Clone(r.Params.StopTokenIDs)
 	rs.params.BannedTokenIDs = slices.Clone(r.Params.BannedTokenIDs)
 	if !r.Params.IgnoreEOS {
@@ -326,6 +357,11 @@ func (e *Engine) Stats() Stats {
 	s.KVAllocated = e.pool.UsedCount()
 	if e.cache != nil {
 		s.KVCached, s.KVEvictable = e.cache.TotalTokens(), e.cache.EvictableTokens()
+		s.KVLocalCached = e.cache.LocalTokens()
+	}
+	s.KVBytes = e.kv.Bytes()
+	if e.lpool != nil {
+		s.KVLocalAllocated = e.lpool.UsedCount()
 	}
 	return s
 }

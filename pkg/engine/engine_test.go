@@ -84,6 +84,9 @@ func checkIdleKV(t testing.TB, e *engine.Engine) {
 		t.Fatalf("idle engine: KV used %d, allocated %d, cached %d, evictable %d",
 			st.KVUsed, st.KVAllocated, st.KVCached, st.KVEvictable)
 	}
+	if st.KVLocalAllocated != st.KVLocalCached {
+		t.Fatalf("idle engine: %d local KV slots allocated, %d cached", st.KVLocalAllocated, st.KVLocalCached)
+	}
 }
 
 func prompt(seed, n int) []int32 {

@@ -8,6 +8,16 @@ import (
 // cache (locked through r.node), slots[shared:] are the request's own. On
 // release or pause the computed part is inserted into the cache, which keeps
 // it until it is evicted for room, least recently used first.
+//
+// Windowed KV (a model with sliding-window layers, WindowedKVer): each
+// position also has a local slot (r.local, same ownership rule) for the
+// local layers. Once r.kvLen passes p + window - 1 no new token of r reads
+// p's local K/V, so dropLocal frees it, except the prompt's pinned tail
+// (pinFrom): the local K/V a later request's cache hit on this prompt needs
+// to resume (reusable). A request thus holds at most window - 1 + chunk
+// local slots while prefilling and window + its pinned tail (< window +
+// chunk) after, whatever its length; the cache keeps the local slots it was
+// given, so a hit resumes only where the window before it is held.
 
 // available is what can be allocated now: free slots plus cached tokens no
 // running request uses.
@@ -36,8 +46,68 @@ func (e *Engine) allocate(r *reqState, n int) error {
 	if err != nil {
 		return fmt.Errorf("engine: request %d: %w", r.id, err)
 	}
+	if e.lpool != nil {
+		l, err := e.lpool.AllocAppend(r.local, n)
+		if err != nil {
+			// Cannot happen while every local slot pairs with a global one.
+			_ = e.pool.Free(s[len(r.slots):])
+			return fmt.Errorf("engine: request %d: local KV: %w", r.id, err)
+		}
+		r.local = l
+	}
 	r.slots = s
 	return nil
+}
+
+// pinFrom is the first prompt position whose local slot r keeps until it
+// is released, for the prompt cache: a later request repeating r's prompt
+// resumes at startAt(P-1), one extending it at or after the start of the
+// canonical chunk holding P, and either needs the window before that.
+func (e *Engine) pinFrom(r *reqState) int {
+	P := r.promptLen
+	if e.cache == nil || r.noCache {
+		return P
+	}
+	return max(0, min(e.startAt(r, P-1), P/e.chunk*e.chunk)-e.window+1)
+}
+
+// dropLocal frees the local slots of r's positions that no later token's
+// window reaches (the cache's are only forgotten), but the pinned tail.
+func (e *Engine) dropLocal(r *reqState) error {
+	if e.lpool == nil {
+		return nil
+	}
+	end := r.kvLen - e.window + 1 // the next token reads positions end..
+	pin := r.pin
+	e.lfree = e.lfree[:0]
+	for p := r.localDone; p < end; p++ {
+		if p >= pin && p < r.promptLen {
+			continue
+		}
+		if p >= r.shared && r.local[p] >= 0 {
+			e.lfree = append(e.lfree, r.local[p])
+		}
+		r.local[p] = -1
+	}
+	r.localDone = max(r.localDone, end)
+	if err := e.lpool.Free(e.lfree); err != nil {
+		return fmt.Errorf("engine: request %d: local KV: %w", r.id, err)
+	}
+	return nil
+}
+
+// localReady reports whether r holds the local slots a chunk starting at q
+// reads: those of the window before q.
+func (e *Engine) localReady(r *reqState, q int) bool {
+	if e.lpool == nil {
+		return true
+	}
+	for p := max(0, q-e.window+1); p < q; p++ {
+		if r.local[p] < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // matchCache points a request about to be prefilled at the longest cached
@@ -48,16 +118,17 @@ func (e *Engine) matchCache(r *reqState) error {
 	if e.cache == nil || r.noCache || r.kvLen > 0 {
 		return nil
 	}
-	r.node, r.slots = e.cache.Match(r.tokens[:len(r.tokens)-1], r.slots[:0])
+	r.node, r.slots, r.local = e.cache.MatchLocal(r.tokens[:len(r.tokens)-1], r.slots[:0], e.localBuf(r))
 	if keep := e.reusable(r, r.slots); keep < len(r.slots) {
 		if err := e.cache.Unlock(r.node); err != nil {
-			r.node, r.slots = nil, r.slots[:0]
+			r.node, r.slots, r.local = nil, r.slots[:0], e.localBuf(r)
 			return fmt.Errorf("engine: request %d: %w", r.id, err)
 		}
-		r.node, r.slots = e.cache.Match(r.tokens[:keep], r.slots[:0])
+		r.node, r.slots, r.local = e.cache.MatchLocal(r.tokens[:keep], r.slots[:0], e.localBuf(r))
 	}
 	r.shared = len(r.slots)
 	r.kvLen = r.shared
+	r.localDone = 0
 	return nil
 }
 
@@ -67,7 +138,7 @@ func (e *Engine) unmatchCache(r *reqState) error {
 		return nil
 	}
 	err := e.cache.Unlock(r.node)
-	r.node, r.shared, r.kvLen, r.slots = nil, 0, 0, r.slots[:0]
+	r.node, r.shared, r.kvLen, r.slots, r.local, r.localDone = nil, 0, 0, r.slots[:0], e.localBuf(r), 0
 	if err != nil {
 		return fmt.Errorf("engine: request %d: %w", r.id, err)
 	}
@@ -89,10 +160,17 @@ func (e *Engine) freeKV(r *reqState, generatedToo bool) error {
 		if !generatedToo {
 			n = min(n, max(r.promptLen, r.shared))
 		}
-		pre, ierr := e.cache.Insert(r.tokens[:n], r.slots[:n])
+		var local []int32
+		if e.lpool != nil {
+			local = r.local[:n]
+		}
+		pre, ierr := e.cache.InsertLocal(r.tokens[:n], r.slots[:n], local)
 		if ierr == nil {
 			// slots[shared:pre] duplicate what another request cached meanwhile.
 			ierr = e.pool.Free(r.slots[r.shared:pre])
+			if ierr == nil && e.lpool != nil {
+				_, ierr = e.lpool.FreeHeld(r.local[r.shared:pre])
+			}
 			keep = n
 		}
 		if uerr := e.cache.Unlock(r.node); ierr == nil {
@@ -102,10 +180,25 @@ func (e *Engine) freeKV(r *reqState, generatedToo bool) error {
 	}
 	if err == nil && keep < len(r.slots) {
 		err = e.pool.Free(r.slots[keep:])
+		if err == nil && e.lpool != nil {
+			_, err = e.lpool.FreeHeld(r.local[keep:])
+		}
 	}
 	r.slots, r.kvLen, r.shared, r.node = r.slots[:0], 0, 0, nil
+	r.local, r.localDone = e.localBuf(r), 0
 	if err != nil {
 		return fmt.Errorf("engine: freeing the KV of request %d: %w", r.id, err)
 	}
 	return nil
+}
+
+// localBuf is r.local emptied, or nil when the KV store is not windowed.
+func (e *Engine) localBuf(r *reqState) []int32 {
+	if e.lpool == nil {
+		return nil
+	}
+	if r.local == nil {
+		return make([]int32, 0, cap(r.slots))
+	}
+	return r.local[:0]
 }

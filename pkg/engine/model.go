@@ -21,4 +21,18 @@ type Forwarder interface {
 	Forward(b *Batch, kv *KV, logits [][]float32) error
 }
 
-var _ Forwarder = (*model.Model)(nil)
+// WindowedKVer is a model whose sliding-window (local) layers can keep
+// K/V for the last LocalWindow positions of a sequence only, in a store of
+// their own (model.Model.NewWindowKV; Seq.Local). The engine then frees a
+// position's local slot once no later token's window reaches it (kv.go).
+type WindowedKVer interface {
+	// LocalWindow is the longest local window (0: no local layers).
+	LocalWindow() int
+	// NewWindowKV allocates slots global and up to slots local slots.
+	NewWindowKV(slots int) *KV
+}
+
+var (
+	_ Forwarder    = (*model.Model)(nil)
+	_ WindowedKVer = (*model.Model)(nil)
+)

@@ -123,6 +123,11 @@ func (e *Engine) reusable(r *reqState, slots []int32) int {
 		r.sig = append(r.sig, h)
 	}
 	q := e.startAt(r, len(r.sig))
+	// Windowed KV: the resumed chunk also needs the local K/V of the window
+	// before it, which the cache holds only where it was not freed.
+	for q > 0 && !(e.localReady(r, q) && e.startAt(r, q) == q) {
+		q--
+	}
 	r.sig = r.sig[:q]
 	return q
 }

@@ -154,6 +154,12 @@ type reqState struct {
 	eos       []int32 // the model's EOS ids unless ignore_eos
 	kvLen     int     // tokens[:kvLen] have K/V in slots[:kvLen]
 	slots     []int32 // len >= kvLen: slots beyond kvLen are allocated, not yet computed
+	// local (windowed KV only, len == len(slots)) is the local-layer slot of
+	// each position, -1 once freed; local[:localDone] are all freed or
+	// the cache's (kv.go dropLocal).
+	local     []int32
+	localDone int
+	pin       int // pinFrom, fixed at Add
 	state     State
 	evictions int
 	// Prompt cache: slots[:shared] are the cache's, locked through node.

@@ -28,6 +28,9 @@ func (e *Engine) Step() ([]Output, error) {
 	if len(e.batch.Seqs) == 0 {
 		return e.outs, nil
 	}
+	if e.lpool != nil {
+		e.stats.KVLocalPeak = max(e.stats.KVLocalPeak, e.lpool.UsedCount())
+	}
 	fwd := time.Now()
 	if err := e.m.Forward(&e.batch, e.kv, e.logits); err != nil {
 		// The requests keep their slots and kvLen: a retry recomputes the chunk.
@@ -153,6 +156,9 @@ func (e *Engine) addSeq(r *reqState, n, rowsUsed int) int {
 	}
 	want := r.kvLen+n == len(r.tokens) && !r.params.Embed
 	seq := Seq{Start: start, Len: n, Slots: r.slots[:r.kvLen+n], WantLogits: want}
+	if e.lpool != nil {
+		seq.Local = r.local[:r.kvLen+n]
+	}
 	e.hiddenFor(r, &seq, n)
 	b.Seqs = append(b.Seqs, seq)
 	e.batchReqs = append(e.batchReqs, r)
@@ -197,6 +203,9 @@ func (e *Engine) collect() error {
 		r := e.batchReqs[i]
 		e.computed(r, seq.Len)
 		r.kvLen += seq.Len
+		if err := e.dropLocal(r); err != nil {
+			return err
+		}
 		if r.params.Embed && r.kvLen == r.promptLen {
 			e.outs = append(e.outs, Output{ID: r.id, Token: -1, Finished: true, Reason: FinishStop, Embedding: e.embedding(r)})
 			e.finished = append(e.finished, r)

@@ -111,3 +111,20 @@ func (e eosOverride) Config() engine.ModelConfig {
 	c.EOS = e.eos
 	return c
 }
+
+// LocalWindow passes the wrapped model's windowed KV support through
+// (engine.WindowedKVer).
+func (e eosOverride) LocalWindow() int {
+	if w, ok := e.Forwarder.(engine.WindowedKVer); ok {
+		return w.LocalWindow()
+	}
+	return 0
+}
+
+// NewWindowKV is the wrapped model's (engine.WindowedKVer).
+func (e eosOverride) NewWindowKV(slots int) *engine.KV {
+	if w, ok := e.Forwarder.(engine.WindowedKVer); ok {
+		return w.NewWindowKV(slots)
+	}
+	return e.Forwarder.NewKV(slots)
+}

@@ -124,6 +124,40 @@ func (p *Pool) Free(slots []int32) error {
 	return nil
 }
 
+// FreeHeld is Free over the entries of slots that are not -1 (a list of
+// local slots, some already freed), and returns how many it freed.
+func (p *Pool) FreeHeld(slots []int32) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mark := len(p.free)
+	for i, s := range slots {
+		if s == -1 {
+			continue
+		}
+		var err error
+		switch {
+		case s < 0 || int(s) >= len(p.ref):
+			err = fmt.Errorf("%w: free slot %d (pool size %d)", ErrBadSlot, s, len(p.ref))
+		case p.ref[s] == 0:
+			err = fmt.Errorf("%w: free slot %d", ErrDoubleFree, s)
+		}
+		if err != nil {
+			for _, u := range slots[:i] {
+				if u != -1 {
+					p.ref[u]++
+				}
+			}
+			p.free = p.free[:mark]
+			return 0, err
+		}
+		p.ref[s]--
+		if p.ref[s] == 0 {
+			p.free = append(p.free, s)
+		}
+	}
+	return held(slots), nil
+}
+
 // Retain adds one reference to each (allocated) slot. All-or-nothing like Free.
 func (p *Pool) Retain(slots []int32) error {
 	p.mu.Lock()

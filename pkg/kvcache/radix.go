@@ -15,8 +15,16 @@ import (
 // private until it is released with Insert. Only unlocked leaves are evicted,
 // least recently used first, and eviction frees their slots to the pool.
 // Radix is not safe for concurrent use.
+//
+// A windowed tree (NewWindowedRadix) also stores, per token, the slot of its
+// sliding-window layers' K/V in a second pool, or -1 where that slot was
+// freed (it fell out of every window): a hit can resume at position q only
+// where the local slots of the window before q are still held (the engine
+// checks that).
 type Radix struct {
 	pool   *Pool
+	lpool  *Pool // local slots; nil when not windowed
+	ltotal int   // local slots the tree holds
 	root   *Node
 	clock  uint64
 	total  int // tokens stored in the tree
@@ -27,6 +35,7 @@ type Radix struct {
 type Node struct {
 	key      []int32
 	slots    []int32
+	local    []int32 // windowed tree: local slot of each token, -1 when freed
 	parent   *Node
 	children map[int32]*Node // by first token of the child's key
 	lock     int             // requests using this node (directly or through a descendant)
@@ -42,6 +51,17 @@ func NewRadix(pool *Pool) *Radix {
 	return &Radix{pool: pool, root: &Node{children: map[int32]*Node{}}}
 }
 
+// NewWindowedRadix returns an empty tree over pool's slots and lpool's
+// local slots.
+func NewWindowedRadix(pool, lpool *Pool) *Radix {
+	t := NewRadix(pool)
+	t.lpool = lpool
+	return t
+}
+
+// LocalTokens is the number of local slots the tree holds.
+func (t *Radix) LocalTokens() int { return t.ltotal }
+
 // TotalTokens is the number of tokens (= slots) the tree holds.
 func (t *Radix) TotalTokens() int { return t.total }
 
@@ -55,6 +75,13 @@ func (t *Radix) EvictableTokens() int { return t.total - t.locked }
 // ends inside an edge splits it, so only the matched part is locked. With no
 // match it returns the root (locking nothing) and dst unchanged.
 func (t *Radix) Match(tokens []int32, dst []int32) (*Node, []int32) {
+	n, dst, _ := t.MatchLocal(tokens, dst, nil)
+	return n, dst
+}
+
+// MatchLocal is Match that also appends the match's local slots to ldst
+// (windowed tree; -1 for freed ones).
+func (t *Radix) MatchLocal(tokens, dst, ldst []int32) (*Node, []int32, []int32) {
 	t.clock++
 	n := t.root
 	for len(tokens) > 0 {
@@ -68,11 +95,14 @@ func (t *Radix) Match(tokens []int32, dst []int32) (*Node, []int32) {
 		}
 		c.lastUsed = t.clock
 		dst = append(dst, c.slots...)
+		if t.lpool != nil {
+			ldst = append(ldst, c.local...)
+		}
 		tokens = tokens[k:]
 		n = c
 	}
 	t.Lock(n)
-	return n, dst
+	return n, dst, ldst
 }
 
 // Lock adds one lock to n and its ancestors.
@@ -107,8 +137,19 @@ func (t *Radix) Unlock(n *Node) error {
 // its own, so the caller must free whichever of those it owns (the ones it
 // did not get from Match).
 func (t *Radix) Insert(tokens, slots []int32) (prefix int, err error) {
+	return t.InsertLocal(tokens, slots, nil)
+}
+
+// InsertLocal is Insert for a windowed tree: local (len(tokens)) holds the
+// tokens' local slots, -1 for freed ones; the tree takes over the caller's
+// references on local[prefix:] as on slots[prefix:].
+func (t *Radix) InsertLocal(tokens, slots, local []int32) (prefix int, err error) {
 	if len(tokens) != len(slots) {
 		return 0, fmt.Errorf("kvcache: radix insert of %d tokens with %d slots", len(tokens), len(slots))
+	}
+	if (t.lpool != nil) != (local != nil) || (local != nil && len(local) != len(tokens)) {
+		return 0, fmt.Errorf("kvcache: radix insert of %d tokens with %d local slots (windowed tree: %v)",
+			len(tokens), len(local), t.lpool != nil)
 	}
 	t.clock++
 	n := t.root
@@ -123,6 +164,10 @@ func (t *Radix) Insert(tokens, slots []int32) (prefix int, err error) {
 				lastUsed: t.clock,
 				depth:    n.depth + len(tokens),
 			}
+			if local != nil {
+				leaf.local = append([]int32(nil), local...)
+				t.ltotal += held(local)
+			}
 			n.children[tokens[0]] = leaf
 			t.total += len(tokens)
 			return prefix, nil
@@ -134,6 +179,9 @@ func (t *Radix) Insert(tokens, slots []int32) (prefix int, err error) {
 		c.lastUsed = t.clock
 		prefix += k
 		tokens, slots = tokens[k:], slots[k:]
+		if local != nil {
+			local = local[k:]
+		}
 		n = c
 	}
 	return prefix, nil
@@ -151,6 +199,9 @@ func (t *Radix) split(c *Node, k int) *Node {
 		lock:     c.lock,
 		lastUsed: c.lastUsed,
 		depth:    c.depth - len(c.key) + k,
+	}
+	if c.local != nil {
+		top.local, c.local = c.local[:k:k], c.local[k:]
 	}
 	c.parent.children[c.key[0]] = top
 	c.key, c.slots, c.parent = c.key[k:], c.slots[k:], top
@@ -177,6 +228,13 @@ func (t *Radix) Evict(n int) (int, error) {
 		if err := t.pool.Free(m.slots); err != nil {
 			return freed, fmt.Errorf("kvcache: radix evict: %w", err)
 		}
+		if m.local != nil {
+			n, err := t.lpool.FreeHeld(m.local)
+			t.ltotal -= n
+			if err != nil {
+				return freed, fmt.Errorf("kvcache: radix evict: local slots: %w", err)
+			}
+		}
 		freed += len(m.key)
 		t.total -= len(m.key)
 		p := m.parent
@@ -193,6 +251,17 @@ func (t *Radix) walk(n *Node, f func(*Node)) {
 	for _, c := range n.children {
 		t.walk(c, f)
 	}
+}
+
+// held counts the slots of a local list that are held (not -1).
+func held(local []int32) int {
+	n := 0
+	for _, s := range local {
+		if s >= 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func commonPrefix(a, b []int32) int {

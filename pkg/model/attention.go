@@ -14,8 +14,9 @@ import (
 type attnTask struct {
 	m     *Model
 	b     *Batch
-	kv    *KV
+	kv    *KV // the store holding the layer (KV.at), layer its index there
 	layer int
+	local bool // the layer reads Seq.Local (a windowed store's local layer)
 	// window is the layer's sliding window (0: none): a query at position
 	// p sees the keys at p-window+1 .. p, as llama.cpp masks the others
 	// (its one-query kernels skip masked keys, so a sub-range of the slots
@@ -85,8 +86,10 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 	if kv.f16 {
 		m.packTiles(b, kv, layer)
 	}
-	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, kv, layer, rows, q, out
 	t.window = m.layers[layer].window
+	t.local = kv.Windowed() && kv.isLocal[layer]
+	st, sl := kv.at(layer)
+	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, st, sl, rows, q, out
 	t.units = m.attnUnits(b, kv, rows, t.units[:0])
 	items := len(t.units) * c.KVHeads
 	// An item costs about ctx*group*HeadDim*2 multiply-adds (a block of
@@ -115,6 +118,9 @@ func (t *attnTask) Run(worker, lo, hi int) {
 		sq := &t.b.Seqs[t.m.s.tokSeq[tok]]
 		pos := int(t.b.Positions[tok])
 		slots := sq.Slots[:pos+1]
+		if t.local {
+			slots = sq.Local[:pos+1]
+		}
 		if t.window > 0 && pos+1 > t.window {
 			slots = slots[pos+1-t.window:]
 		}

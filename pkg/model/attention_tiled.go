@@ -105,8 +105,11 @@ func (m *Model) RowClass(n, i int) int {
 // product) and the values as rows ([FATile][HeadDim]); the tiles are shared
 // by all query rows and query heads of the sequence. Past the sequence's
 // last key a tile is zero.
-func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
+func (m *Model) packTiles(b *Batch, top *KV, li int) {
 	c, s := &m.cfg, &m.s
+	kv, layer := top.at(li)
+	local := top.Windowed() && top.isLocal[li]
+	window := m.layers[li].window
 	hd := c.HeadDim
 	tileSize := hd * tensor.FATile
 	if len(s.ktOff) < len(b.Seqs) {
@@ -137,8 +140,12 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 			continue
 		}
 		tiles := (len(sq.Slots) + tensor.FATile - 1) / tensor.FATile
+		first := 0 // tiles before every new row's window are never read (blockTiled)
+		if window > 0 {
+			first = max(0, len(sq.Slots)-sq.Len-window+1) / tensor.FATile
+		}
 		for g := 0; g < c.KVHeads; g++ {
-			for tl := 0; tl < tiles; tl++ {
+			for tl := first; tl < tiles; tl++ {
 				pt.jobs = append(pt.jobs, packJob{si: int32(si), g: int32(g), tl: int32(tl), tiles: int32(tiles)})
 			}
 		}
@@ -152,7 +159,7 @@ func (m *Model) packTiles(b *Batch, kv *KV, layer int) {
 			pt.rows[w] = make([]float32, hd)
 		}
 	}
-	pt.m, pt.b, pt.kv, pt.layer = m, b, kv, layer
+	pt.m, pt.b, pt.kv, pt.layer, pt.local = m, b, kv, layer, local
 	m.ctx.Pool.Run(pt, len(pt.jobs), 4)
 	pt.m, pt.b, pt.kv = nil, nil, nil
 }
@@ -164,8 +171,9 @@ type packJob struct{ si, g, tl, tiles int32 }
 type packTask struct {
 	m     *Model
 	b     *Batch
-	kv    *KV
+	kv    *KV // the store holding the layer, layer its index there
 	layer int
+	local bool // the layer reads Seq.Local
 	jobs  []packJob
 	rows  [][]float32 // per worker: one key row in f32
 }
@@ -181,12 +189,25 @@ func (pt *packTask) Run(worker, lo, hi int) {
 		g, tl := int(jb.g), int(jb.tl)
 		at := s.ktOff[jb.si] + (g*int(jb.tiles)+tl)*tileSize
 		kt, vt := s.kt[at:][:tileSize], s.vt[at:][:tileSize]
-		keys := sq.Slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(sq.Slots))]
+		slots := sq.Slots
+		if pt.local {
+			slots = sq.Local
+		}
+		keys := slots[tl*tensor.FATile : min((tl+1)*tensor.FATile, len(slots))]
 		if len(keys) < tensor.FATile {
 			clear(kt)
 			clear(vt[len(keys)*hd:])
 		}
 		for j, slot := range keys {
+			if slot < 0 {
+				// Freed: before every row's window, so masked (weight 0);
+				// zeros keep the masked products finite.
+				for d := 0; d < hd; d++ {
+					kt[d*tensor.FATile+j] = 0
+				}
+				clear(vt[j*hd : (j+1)*hd])
+				continue
+			}
 			off := kv.off(pt.layer, slot) + g*hd
 			tensor.F16ToF32Row(row, kv.k16[off:off+hd])
 			for d, v := range row {

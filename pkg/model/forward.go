@@ -21,7 +21,12 @@ type Seq struct {
 	// Slots is the KV slot of every position 0..lastPos of the sequence
 	// (len == position of the last new token + 1). The new tokens' K/V are
 	// written to Slots[pos]; attention reads Slots[0..pos].
-	Slots      []int32
+	Slots []int32
+	// Local is, for a windowed KV store (NewWindowKV), the local-layer slot
+	// of every position (len == len(Slots)). Only the positions some new
+	// token's window reaches (from the first new position - window + 1)
+	// are read; the others may be -1 (freed).
+	Local      []int32
 	WantLogits bool // logits for the last new token
 	// Hidden, when set (len >= Hidden size), receives final hidden states
 	// (after the final norm, before the output head) for embeddings, as
@@ -133,6 +138,9 @@ func (m *Model) validate(b *Batch, kv *KV, logits [][]float32) (nOut int, err er
 				return 0, fmt.Errorf("forward: seq %d: slot %d outside the KV store (%d slots)", i, sl, kv.slots)
 			}
 		}
+		if err := m.validateLocal(kv, &sq, b.Positions[sq.Start]); err != nil {
+			return 0, fmt.Errorf("forward: seq %d: %w", i, err)
+		}
 		if sq.Hidden != nil && (len(sq.Hidden) < m.cfg.Hidden || sq.HiddenMode > HiddenFirst) {
 			return 0, fmt.Errorf("forward: seq %d: hidden buffer of %d for hidden size %d (mode %d)", i, len(sq.Hidden), m.cfg.Hidden, sq.HiddenMode)
 		}
@@ -147,6 +155,31 @@ func (m *Model) validate(b *Batch, kv *KV, logits [][]float32) (nOut int, err er
 		return 0, fmt.Errorf("forward: sequences cover %d of %d tokens", next, n)
 	}
 	return nOut, nil
+}
+
+// validateLocal checks a sequence's local slots against a windowed store
+// and grows the store's memory to the highest one. first is the position
+// of the sequence's first new token.
+func (m *Model) validateLocal(kv *KV, sq *Seq, first int32) error {
+	if !kv.Windowed() {
+		if sq.Local != nil {
+			return fmt.Errorf("local slots given for a KV store without a local part")
+		}
+		return nil
+	}
+	if len(sq.Local) != len(sq.Slots) {
+		return fmt.Errorf("%d local slots for %d positions", len(sq.Local), len(sq.Slots))
+	}
+	read := max(0, int(first)-m.LocalWindow()+1) // the first position a new token's window reaches
+	hi := int32(-1)
+	for p, sl := range sq.Local {
+		if sl < -1 || int(sl) >= kv.local.maxSlots || (sl < 0 && p >= read) {
+			return fmt.Errorf("local slot %d at position %d outside the KV store (%d slots; windows read from %d)",
+				sl, p, kv.local.maxSlots, read)
+		}
+		hi = max(hi, sl)
+	}
+	return kv.growLocal(int(hi) + 1)
 }
 
 // Forward runs one step: it writes the new tokens' K/V into kv and fills
@@ -471,14 +504,17 @@ func (m *Model) hiddenRows(b *Batch, rows []int32, xn []float32) ([]float32, int
 	return xn[:keep*H], keep
 }
 
-func (m *Model) storeKV(b *Batch, kv *KV, layer int, k, v []float32) {
+func (m *Model) storeKV(b *Batch, top *KV, li int, k, v []float32) {
+	kv, layer := top.at(li)
 	dim := kv.dim
-	for _, sq := range b.Seqs {
+	for si := range b.Seqs {
+		sq := &b.Seqs[si]
+		slots := top.seqSlots(sq, li)
 		for t := sq.Start; t < sq.Start+sq.Len; t++ {
-			off := kv.off(layer, sq.Slots[b.Positions[t]])
+			off := kv.off(layer, slots[b.Positions[t]])
 			kt, vt := k[t*dim:(t+1)*dim], v[t*dim:(t+1)*dim]
 			if kv.q8 {
-				o8 := kv.off8(layer, sq.Slots[b.Positions[t]])
+				o8 := kv.off8(layer, slots[b.Positions[t]])
 				m.quantizeKV(kv.k8[o8:o8+kv.row8], kt)
 				m.quantizeKV(kv.v8[o8:o8+kv.row8], vt)
 				continue
