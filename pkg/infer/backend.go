@@ -22,7 +22,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	var (
 		fwd     engine.Forwarder
 		closeFn = func() {}
-		loaded  = func() {} // the CPU model's summary line, once the engine is built
+		loaded  = func(int64) {} // the CPU model's summary line, once the engine is built (its KV bytes)
 	)
 	switch cfg.Backend {
 	case config.BackendCPU:
@@ -40,8 +40,9 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		if threads <= 0 {
 			threads = runtime.GOMAXPROCS(0)
 		}
-		loaded = func() {
-			ll.summary(int64(cfg.MaxTotalTokenNum)*int64(m.KVBytesPerToken()), cfg.MaxTotalTokenNum, threads, cfg.MmapWeights)
+		loaded = func(kvBytes int64) {
+			// The store's memory now: a windowed one's local part grows with use.
+			ll.summary(kvBytes, cfg.MaxTotalTokenNum, threads, cfg.MmapWeights)
 		}
 	case config.BackendSynthetic:
 		tok, err := model.LoadTokenizer(cfg.ModelDir)
@@ -87,7 +88,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		closeFn()
 		return nil, nil, err
 	}
-	loaded()
+	loaded(eng.Stats().KVBytes)
 	mc := fwd.Config()
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")

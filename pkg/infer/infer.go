@@ -530,6 +530,8 @@ func (w *Worker) publishLoad() {
 	if w.o.Metrics != nil && st.KVSize > 0 && time.Since(w.lastReport) >= time.Second {
 		w.lastReport = time.Now()
 		w.o.Metrics.Gauge(metrics.KVUsage, float64(st.KVUsed)/float64(st.KVSize))
+		w.o.Metrics.Gauge(metrics.KVCacheBytes, float64(st.KVBytes))
+		w.o.Metrics.Gauge(metrics.KVLocalTokens, float64(st.KVLocalAllocated))
 	}
 }
 

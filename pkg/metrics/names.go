@@ -50,14 +50,18 @@ const (
 	BatchInferenceDuration = "lightllm_batch_inference_duration" // one step, label method (infer)
 
 	// Gauges.
-	QueueSize              = "lightllm_queue_size"                // router
-	BatchCurrentSize       = "lightllm_batch_current_size"        // router
-	BatchPauseSize         = "lightllm_batch_pause_size"          // router
-	BatchCurrentMaxTokens  = "lightllm_batch_current_max_tokens"  // router
-	NumRunningReqs         = "lightllm_num_running_reqs"          // router
-	CacheHitRate           = "lightllm_cache_hit_rate"            // of the latest finished request
-	GenThroughput          = "lightllm_gen_throughput"            // tokens/s of the latest finished request
-	KVUsage                = "lightllm_kv_usage"                  // used KV tokens / capacity, 0..1 (infer)
+	QueueSize             = "lightllm_queue_size"               // router
+	BatchCurrentSize      = "lightllm_batch_current_size"       // router
+	BatchPauseSize        = "lightllm_batch_pause_size"         // router
+	BatchCurrentMaxTokens = "lightllm_batch_current_max_tokens" // router
+	NumRunningReqs        = "lightllm_num_running_reqs"         // router
+	CacheHitRate          = "lightllm_cache_hit_rate"           // of the latest finished request
+	GenThroughput         = "lightllm_gen_throughput"           // tokens/s of the latest finished request
+	KVUsage               = "lightllm_kv_usage"                 // used KV tokens / capacity, 0..1 (infer)
+	// KVCacheBytes is the memory of the K/V store now; with sliding-window
+	// layers their part follows the local slots held (KVLocalTokens).
+	KVCacheBytes           = "lightllm_kv_cache_bytes"            // (infer)
+	KVLocalTokens          = "lightllm_kv_local_tokens"           // local-layer slots held, by requests and the prompt cache (infer)
 	QueueOldestWaitSeconds = "lightllm_queue_oldest_wait_seconds" // age of the oldest waiting request (router)
 	// EventsDropped is the number of metric events a role's current process
 	// dropped because the metric role was down or slow (label role); every
@@ -161,6 +165,8 @@ func defs() []def {
 		{CacheHitRate, ipc.GaugeSet, "Prefix cache hit rate of latest completed request", "", bucketsNone, nil},
 		{GenThroughput, ipc.GaugeSet, "Generation throughput of latest completed request (tokens/s)", "", bucketsNone, nil},
 		{KVUsage, ipc.GaugeSet, "KV cache usage: used tokens / capacity (0..1)", "", bucketsNone, nil},
+		{KVCacheBytes, ipc.GaugeSet, "Memory of the KV store (bytes); sliding-window layers' part follows the window slots held", "", bucketsNone, nil},
+		{KVLocalTokens, ipc.GaugeSet, "Sliding-window layers' KV slots held (requests' windows and prompt-cache tails)", "", bucketsNone, nil},
 		{QueueOldestWaitSeconds, ipc.GaugeSet, "How long the oldest waiting request has been queued (s)", "", bucketsNone, nil},
 		{EventsDropped, ipc.GaugeSet, "Metric events dropped by each role's current process because the metric role was unreachable", "role", bucketsNone, roleNames()},
 		{HealthStatus, ipc.GaugeSet, "Health of the instance as the health role sees it: 0 healthy, 1 degraded, 2 unhealthy", "", bucketsNone, nil},

@@ -177,19 +177,6 @@ func (kv *KV) growLocal(n int) error {
 	return nil
 }
 
-// KVBytesPerToken is the KV memory one token slot takes over all layers.
-func (m *Model) KVBytesPerToken() int {
-	c := &m.cfg
-	dim := c.KVHeads * c.HeadDim
-	switch {
-	case m.kvQ8:
-		return 2 * c.Layers * dim / tensor.QK * q8Block
-	case m.kvF16:
-		return 2 * c.Layers * dim * 2
-	}
-	return 2 * c.Layers * dim * 4
-}
-
 // q8Block is the bytes of one q8_0 block: an f16 scale and 32 int8 values.
 const q8Block = 2 + tensor.QK
 
