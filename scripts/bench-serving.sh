@@ -27,6 +27,7 @@
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine and of every
 #                                           server role there (LIGHTLLM_CPUPROFILE_DIR)
 #        OUT=FILE                           also write every raw JSON line there
+#        SERVER_ARGS="--pipeline_nice 10"   extra `lightllm launch` flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +41,7 @@ WAVES=${WAVES:-3}
 PORT=${PORT:-18925}
 CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 OUT=${OUT:-}
+SERVER_ARGS=${SERVER_ARGS:-}
 RUNS=${RUNS:-3}
 PROMPT=16
 
@@ -98,7 +100,7 @@ for name in $MODELS; do
 	[ -z "$CPUPROFILE_DIR" ] || mkdir -p "$CPUPROFILE_DIR"
 	env ${CPUPROFILE_DIR:+LIGHTLLM_CPUPROFILE_DIR="$CPUPROFILE_DIR"} "$BIN" launch --model_dir "$model" --port "$PORT" --instance "bench-serving-$PORT" --threads "$THREADS" \
 		--running_max_req_size "$maxs" --max_req_total_len $((PROMPT + GEN + 8)) \
-		--max_total_token_num $((maxs * (PROMPT + GEN + 40))) >"$work/server.log" 2>&1 &
+		--max_total_token_num $((maxs * (PROMPT + GEN + 40))) $SERVER_ARGS >"$work/server.log" 2>&1 &
 	server=$!
 	up=""
 	for _ in $(seq 600); do

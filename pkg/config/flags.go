@@ -93,7 +93,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.Var(&c.RestartWindow, "restart_window", "window of the restart budget")
 	fs.Var(&c.RestartBackoff, "restart_backoff", "first restart delay (doubles per consecutive failure)")
 	fs.Var(&c.RestartBackoffMax, "restart_backoff_max", "longest restart delay")
-	fs.IntVar(&c.PipelineNice, "pipeline_nice", c.PipelineNice, "nice value (0..19) the apiserver, router, detokenizer, metric and health roles lower themselves to, so that infer's step gets the CPU first (0 = as launched)")
+	fs.IntVar(&c.PipelineNice, "pipeline_nice", c.PipelineNice, "nice value (0..19) the apiserver, router, detokenizer, metric and health roles lower themselves to, so that infer's step gets the CPU first; they then also run on as many cores (GOMAXPROCS) as infer's --threads leave free, at least one, unless GOMAXPROCS is set (0 = as launched)")
 	return f
 }
 

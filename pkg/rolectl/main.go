@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -98,6 +99,13 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 		if err := lowerPriority(cfg.PipelineNice); err != nil {
 			return fail(1, fmt.Errorf("pipeline_nice %d: %w", cfg.PipelineNice, err))
 		}
+		// The same policy for the Go scheduler: the pipeline gets the cores
+		// infer's threads leave free, at least one, so that its goroutines
+		// spin and run on them rather than on infer's (the operator's own
+		// GOMAXPROCS wins).
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(pipelineProcs(runtime.NumCPU(), cfg.Threads))
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -174,4 +182,13 @@ func dumpStacksOnSIGUSR1(w io.Writer) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
+}
+
+// pipelineProcs is GOMAXPROCS for a role other than infer on a machine of
+// cpus cores whose infer runs threads worker threads (0: all cores).
+func pipelineProcs(cpus, threads int) int {
+	if threads <= 0 || threads >= cpus {
+		return 1
+	}
+	return cpus - threads
 }

@@ -285,3 +285,15 @@ func TestMainExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineProcs: the pipeline roles get the cores infer's threads
+// leave, never fewer than one.
+func TestPipelineProcs(t *testing.T) {
+	for _, c := range []struct{ cpus, threads, want int }{
+		{2, 1, 1}, {2, 2, 1}, {2, 0, 1}, {16, 8, 8}, {16, 15, 1}, {16, 32, 1}, {1, 1, 1},
+	} {
+		if got := pipelineProcs(c.cpus, c.threads); got != c.want {
+			t.Errorf("pipelineProcs(%d, %d) = %d, want %d", c.cpus, c.threads, got, c.want)
+		}
+	}
+}
