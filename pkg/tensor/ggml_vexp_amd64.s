@@ -314,3 +314,53 @@ swtail:
 swdone:
 	VZEROUPPER
 	RET
+
+// ggml_v_expf of the AVX-512 builds on Z0, 16 lanes, with the instructions
+// it is written in (_mm512_scalef_ps, mask compares and blends); the
+// constants are broadcast from the first lane of the tables above.
+#define VEXP512 \
+	VBROADCASTSS     vexp_shift<>(SB), Z1 \
+	VFMADD231PS.BCST vexp_log2e<>(SB), Z0, Z1 \
+	VSUBPS.BCST      vexp_shift<>(SB), Z1, Z2 \
+	VMOVAPS          Z0, Z3 \
+	VFNMADD231PS.BCST vexp_ln2hi<>(SB), Z2, Z3 \
+	VFNMADD231PS.BCST vexp_ln2lo<>(SB), Z2, Z3 \
+	VMULPS           Z3, Z3, Z4 \
+	VBROADCASTSS     vexp_c1<>(SB), Z5 \
+	VFMADD231PS.BCST vexp_c0<>(SB), Z3, Z5 \
+	VBROADCASTSS     vexp_c3<>(SB), Z6 \
+	VFMADD231PS.BCST vexp_c2<>(SB), Z3, Z6 \
+	VFMADD231PS      Z4, Z5, Z6 \
+	VBROADCASTSS     vexp_one<>(SB), Z7 \
+	VFMADD231PS.BCST vexp_c4<>(SB), Z3, Z7 \
+	VFMADD231PS      Z4, Z6, Z7 \
+	VSCALEFPS        Z2, Z7, Z0 \
+	VPANDD.BCST      vexp_absmask<>(SB), Z2, Z1 \
+	VCMPPS.BCST      $0x1e, vexp_f192<>(SB), Z1, K1 \
+	VPXORD           Z5, Z5, Z5 \
+	VCMPPS           $0x12, Z5, Z2, K2 \
+	VBROADCASTSS     vexp_inf<>(SB), Z6 \
+	VBLENDMPS        Z5, Z6, K2, Z6 \
+	VBLENDMPS        Z6, Z0, K1, Z0
+
+// func ggmlVExpAVX512(y, x *float32, n int)
+// y[i] = ggml_v_expf(x[i]) (the AVX-512 form) for n, a multiple of 16.
+TEXT ·ggmlVExpAVX512(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+
+vexp512loop:
+	CMPQ    CX, $16
+	JLT     vexp512done
+	VMOVUPS (SI), Z0
+	VEXP512
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	SUBQ    $16, CX
+	JMP     vexp512loop
+
+vexp512done:
+	VZEROUPPER
+	RET
