@@ -30,19 +30,12 @@ func newBenchEngineCmd() *cobra.Command {
 			if path == "" {
 				return errors.New("--model_dir is required")
 			}
-			if profile != "" {
-				f, err := os.Create(profile)
-				if err != nil {
-					return fmt.Errorf("cpu profile: %w", err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("cpu profile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			stop, err := startCPUProfile(profile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			var res map[string]any
-			var err error
 			if cb.constrained > 0 {
 				res, err = benchConstrained(cmd.Context(), path, threads, o, cb)
 			} else {
@@ -86,4 +79,21 @@ func newBenchEngineCmd() *cobra.Command {
 	f.StringVar(&cb.schemas, "schemas", "pkg/grammar/testdata/schemas", "with --constrained: directory of JSON Schema files, one per constrained request in turn")
 	f.IntVar(&cb.rounds, "rounds", 4, "with --constrained: pairs of runs (plain, constrained), alternating")
 	return cmd
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called; an
+// empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -41,18 +39,12 @@ func newBenchGrammarCmd() *cobra.Command {
 				return err
 			}
 			v := grammar.VocabFromTokenizer(tk)
-			if profile != "" {
-				// After the per-tokenizer setup: the profile shows the run.
-				f, err := os.Create(profile)
-				if err != nil {
-					return fmt.Errorf("cpu profile: %w", err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("cpu profile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			// After the per-tokenizer setup: the profile shows the run.
+			stop, err := startCPUProfile(profile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			rep, err := grammar.Bench(grammar.BenchConfig{Vocab: v, Encode: func(s string) []int32 { return tk.Encode(s, false) },
 				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed,
 				Options: grammar.Options{MaxStringLength: maxString, MaxItems: maxItems, MaxWhitespace: maxWS}})

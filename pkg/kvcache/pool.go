@@ -96,10 +96,26 @@ func (p *Pool) AllocAppend(dst []int32, n int) ([]int32, error) {
 // allocated (including a slot listed more times than it has references), it
 // returns an error and the pool is unchanged.
 func (p *Pool) Free(slots []int32) error {
+	_, err := p.free1(slots, false)
+	return err
+}
+
+// FreeHeld is Free over the entries of slots that are not -1 (a list of
+// local slots, some already freed), and returns how many it freed.
+func (p *Pool) FreeHeld(slots []int32) (int, error) {
+	return p.free1(slots, true)
+}
+
+// free1 drops one reference from each slot (skipping -1 entries when
+// skipHeld), all or nothing, and returns how many slots it took.
+func (p *Pool) free1(slots []int32, skipHeld bool) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	mark := len(p.free)
 	for i, s := range slots {
+		if skipHeld && s == -1 {
+			continue
+		}
 		var err error
 		switch {
 		case s < 0 || int(s) >= len(p.ref):
@@ -111,39 +127,7 @@ func (p *Pool) Free(slots []int32) error {
 			// Undo the decrements done so far: slots pushed on the stack since
 			// mark are exactly those that reached zero.
 			for _, u := range slots[:i] {
-				p.ref[u]++
-			}
-			p.free = p.free[:mark]
-			return err
-		}
-		p.ref[s]--
-		if p.ref[s] == 0 {
-			p.free = append(p.free, s)
-		}
-	}
-	return nil
-}
-
-// FreeHeld is Free over the entries of slots that are not -1 (a list of
-// local slots, some already freed), and returns how many it freed.
-func (p *Pool) FreeHeld(slots []int32) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	mark := len(p.free)
-	for i, s := range slots {
-		if s == -1 {
-			continue
-		}
-		var err error
-		switch {
-		case s < 0 || int(s) >= len(p.ref):
-			err = fmt.Errorf("%w: free slot %d (pool size %d)", ErrBadSlot, s, len(p.ref))
-		case p.ref[s] == 0:
-			err = fmt.Errorf("%w: free slot %d", ErrDoubleFree, s)
-		}
-		if err != nil {
-			for _, u := range slots[:i] {
-				if u != -1 {
+				if !skipHeld || u != -1 {
 					p.ref[u]++
 				}
 			}
@@ -155,7 +139,10 @@ func (p *Pool) FreeHeld(slots []int32) (int, error) {
 			p.free = append(p.free, s)
 		}
 	}
-	return held(slots), nil
+	if skipHeld {
+		return held(slots), nil
+	}
+	return len(slots), nil
 }
 
 // Retain adds one reference to each (allocated) slot. All-or-nothing like Free.
