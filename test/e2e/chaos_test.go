@@ -34,11 +34,27 @@ type outcome struct {
 	err          error
 }
 
-// round streams every prompt concurrently. When half the streams have
-// received at least killAfter events, during runs once (nil: no fault); the
-// others may still wait in the router's queue. It returns the outcomes and
-// how many streams had finished when during ran.
+// longParams are for the fault tests that need every stream in flight at
+// once: 320 tokens (the prompts are under 10; stories260K holds 512) give a
+// stream admitted alone ~40x more steps than chaosParams' 80 before it can
+// finish while its batch mates are still being admitted, which on a busy
+// machine took longer than a whole 80-token stream (CI, stop 29).
+func longParams() map[string]any {
+	return map[string]any{"max_new_tokens": 320, "skip_special_tokens": true}
+}
+
+// round streams every prompt concurrently with chaosParams. When half the
+// streams have received at least killAfter events, during runs once (nil:
+// no fault); the others may still wait in the router's queue. It returns
+// the outcomes and how many streams had finished when during ran.
 func round(ctx context.Context, s *server, prompts []string, killAfter int, during func()) ([]outcome, int) {
+	return streamRound(ctx, s, prompts, chaosParams(), killAfter, (len(prompts)+1)/2, during)
+}
+
+// streamRound is round with the request parameters and the number of
+// streams (need) that must have received killAfter events before during runs.
+func streamRound(ctx context.Context, s *server, prompts []string, params map[string]any, killAfter, need int,
+	during func()) ([]outcome, int) {
 	out := make([]outcome, len(prompts))
 	var (
 		wg       sync.WaitGroup
@@ -52,10 +68,10 @@ func round(ctx context.Context, s *server, prompts []string, killAfter int, duri
 		go func() {
 			defer wg.Done()
 			hit := false
-			text, reason, err := s.stream(ctx, p, chaosParams(), func(n int) {
+			text, reason, err := s.stream(ctx, p, params, func(n int) {
 				if !hit && n >= killAfter {
 					hit = true
-					if int(reached.Add(1)) == (len(prompts)+1)/2 {
+					if int(reached.Add(1)) == need {
 						once.Do(func() { close(trigger) })
 					}
 				}

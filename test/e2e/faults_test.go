@@ -84,7 +84,7 @@ func TestSigstopInfer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	prompts := chaosPrompts()[:8]
-	ref, _ := round(ctx, s, prompts, 0, nil)
+	ref, _ := streamRound(ctx, s, prompts, longParams(), 0, 0, nil)
 	for i, o := range ref {
 		if o.err != nil || o.reason != "length" {
 			t.Fatalf("fault-free request %d (%q): %s, %v", i, prompts[i], o.reason, o.err)
@@ -94,7 +94,7 @@ func TestSigstopInfer(t *testing.T) {
 	w := watchHealth(s)
 	var stoppedAt, contAt time.Time
 	healthRole := time.Duration(-1) // when the health role's report named the stall
-	got, doneAtStop := round(ctx, s, prompts, 10, func() {
+	got, doneAtStop := streamRound(ctx, s, prompts, longParams(), 10, len(prompts), func() {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Error(err)
 			return

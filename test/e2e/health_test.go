@@ -37,7 +37,7 @@ func TestHealthRestartsWedgedInfer(t *testing.T) {
 	defer cancel()
 	prompts := chaosPrompts()[:8]
 
-	ref, _ := round(ctx, s, prompts, 0, nil)
+	ref, _ := streamRound(ctx, s, prompts, longParams(), 0, 0, nil)
 	for i, o := range ref {
 		if o.err != nil || o.reason != "length" {
 			t.Fatalf("fault-free request %d (%q): %s, %v", i, prompts[i], o.reason, o.err)
@@ -75,7 +75,7 @@ func TestHealthRestartsWedgedInfer(t *testing.T) {
 			}
 		}
 	}()
-	got, doneAtWedge := round(ctx, s, prompts, 10, func() {
+	got, doneAtWedge := streamRound(ctx, s, prompts, longParams(), 10, len(prompts), func() {
 		if err := os.WriteFile(trigger, nil, 0o600); err != nil {
 			t.Error(err)
 		}
@@ -141,7 +141,7 @@ func TestHealthRestartsWedgedInfer(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	text, err := s.generate(ctx, prompts[0], chaosParams())
+	text, err := s.generate(ctx, prompts[0], longParams())
 	if err != nil || text != ref[0].text {
 		t.Errorf("after the restart: %v, %s, want %s", err, describe(text), describe(ref[0].text))
 	}
