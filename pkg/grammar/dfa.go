@@ -240,14 +240,22 @@ func (d *dfa) finish() {
 func (d *dfa) finishAs(tag string, parts ...[]byte) {
 	d.flags()
 	if d.leaf {
-		h := sha256.New()
-		h.Write([]byte("derived\x00" + tag + "\x00"))
-		for _, p := range parts {
-			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(p))))
-			h.Write(p)
-		}
-		copy(d.hash[:], h.Sum(nil))
+		d.hash = derivedHash(tag, parts...)
 	}
+}
+
+// derivedHash identifies what is built deterministically from tag and parts
+// (hashes of leaf automata, parameters).
+func derivedHash(tag string, parts ...[]byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("derived\x00" + tag + "\x00"))
+	for _, p := range parts {
+		h.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(p))))
+		h.Write(p)
+	}
+	var k [32]byte
+	copy(k[:], h.Sum(nil))
+	return k
 }
 
 // flags computes leaf, plain and hasBytes.

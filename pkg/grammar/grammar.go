@@ -143,6 +143,23 @@ func (l *leafDFAs) fixed(name string, build func() (*dfa, error)) (*dfa, error) 
 
 const leafDFAsMax = 4096
 
+// derived returns what build makes from leaf automata, once per Cache: key
+// is derivedHash of the operation and its inputs (each leaf's hash names its
+// tables, so equal keys build equal automata). The automata of strings with
+// a format, pattern or length are the same in many schemas; building them
+// again was most of a first compile (issue 18's time to first mask).
+func (l *leafDFAs) derived(key [32]byte, build func() (*dfa, error)) (*dfa, error) {
+	if d := l.get(key); d != nil {
+		return d, nil
+	}
+	d, err := build()
+	if err != nil {
+		return nil, err
+	}
+	l.put(key, d)
+	return d, nil
+}
+
 func (l *leafDFAs) get(k [32]byte) *dfa {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
@@ -221,25 +222,56 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		// at maxLength bytes is exact, and its states derive from the
 		// pattern's (cutLeaf) instead of a product whose every counting
 		// state walks the trie on its first visit.
-		if t, err := truncated(parts[1], maxL); err == nil {
+		if t, err := c.truncatedOnce(parts[1], maxL); err == nil {
 			parts = parts[1:2]
 			content = t
 		}
 	}
 	if len(parts) > 1 {
 		var err error
-		if content, err = product(parts, allAccept); err != nil {
+		if content, err = c.productOnce(parts); err != nil {
 			return nil, unsupported("pattern", err.Error())
 		}
 	}
 	if truncate >= 0 && content.cyclic() {
-		if t, err := truncated(content, truncate); err == nil {
+		if t, err := c.truncatedOnce(content, truncate); err == nil {
 			content = t
 		} // else: too large to cut; the unbounded strings stay (still valid)
 	}
 	r := c.b.rule("string")
-	c.b.defineDFA(r, quoted(content))
+	c.b.defineDFA(r, c.quotedOnce(content))
 	return call(r), nil
+}
+
+// truncatedOnce, productOnce and quotedOnce are truncated, product (all
+// parts accepting) and quoted, built once per Cache when their inputs are
+// leaf automata (which have hashes): formats, patterns and bounds recur
+// across schemas, and a first compile spent most of its time rebuilding them.
+func (c *schemaCompiler) truncatedOnce(d *dfa, maxChars int) (*dfa, error) {
+	if !d.leaf {
+		return truncated(d, maxChars)
+	}
+	key := derivedHash("truncated", d.hash[:], binary.LittleEndian.AppendUint64(nil, uint64(maxChars)))
+	return c.leaves().derived(key, func() (*dfa, error) { return truncated(d, maxChars) })
+}
+
+func (c *schemaCompiler) productOnce(parts []*dfa) (*dfa, error) {
+	ids := make([][]byte, len(parts))
+	for i, d := range parts {
+		if !d.leaf {
+			return product(parts, allAccept)
+		}
+		ids[i] = d.hash[:]
+	}
+	return c.leaves().derived(derivedHash("product-all", ids...), func() (*dfa, error) { return product(parts, allAccept) })
+}
+
+func (c *schemaCompiler) quotedOnce(content *dfa) *dfa {
+	if !content.leaf {
+		return quoted(content)
+	}
+	d, _ := c.leaves().derived(derivedHash("quoted-of", content.hash[:]), func() (*dfa, error) { return quoted(content), nil })
+	return d
 }
 
 // enforcedFormat: s has a format this compiler enforces (each is bounded).
