@@ -185,7 +185,7 @@ func TestModelUnreadable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	prompts := chaosPrompts()[:8]
-	ref, _ := round(ctx, s, prompts, 0, nil)
+	ref, _ := streamRound(ctx, s, prompts, chaosParams(), 0, 0, nil)
 	for i, o := range ref {
 		if o.err != nil || o.reason != "length" {
 			t.Fatalf("fault-free request %d (%q): %s, %v", i, prompts[i], o.reason, o.err)
