@@ -60,19 +60,23 @@ func (c *schemaCompiler) stringRule() int32 {
 // characters, built directly (no determinization) and once per Cache.
 func (c *schemaCompiler) boundedString(min, max int) (*dfa, error) {
 	return c.leaves().fixed(fmt.Sprintf("json-string-%d-%d", min, max), func() (*dfa, error) {
-		chars, err := c.boundedChars(min, max)
+		char, err := c.jsonCharDFA()
 		if err != nil {
 			return nil, err
 		}
-		return quoted(chars), nil
+		return quotedRepeat(char, min, max)
 	})
+}
+
+func (c *schemaCompiler) jsonCharDFA() (*dfa, error) {
+	return c.leaves().fixed("json-char", func() (*dfa, error) { return leafDFA(jsonChar(), nil) })
 }
 
 // boundedChars is the content automaton of min to max JSON characters,
 // shared through the Cache.
 func (c *schemaCompiler) boundedChars(min, max int) (*dfa, error) {
 	return c.leaves().fixed(fmt.Sprintf("json-chars-%d-%d", min, max), func() (*dfa, error) {
-		char, err := c.leaves().fixed("json-char", func() (*dfa, error) { return leafDFA(jsonChar(), nil) })
+		char, err := c.jsonCharDFA()
 		if err != nil {
 			return nil, err
 		}
@@ -164,13 +168,9 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		return alt(), nil
 	}
 	var parts []*dfa
-	if minL > 0 || maxL >= 0 {
-		var d *dfa
-		if maxL >= 0 {
-			d, err = c.boundedChars(minL, maxL)
-		} else {
-			d, err = leafDFA(seq(rep(jsonChar(), minL, minL), rep(jsonChar(), 0, -1)), c.leaves())
-		}
+	counted := maxL >= 0 // parts[0] is boundedChars(minL, maxL), built below only if needed
+	if minL > 0 && !counted {
+		d, err := leafDFA(seq(rep(jsonChar(), minL, minL), rep(jsonChar(), 0, -1)), c.leaves())
 		if err != nil {
 			return nil, unsupported("maxLength", err.Error())
 		}
@@ -210,11 +210,27 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		}
 		// Unknown formats are annotations (draft 2020-12 default): any string.
 	}
+	if counted && len(parts) == 0 {
+		if minL == 0 && maxL == c.opts.stringBound() {
+			return call(c.stringRule()), nil // the bounded any_string itself
+		}
+		d, err := c.boundedString(minL, maxL) // quoted(boundedChars) without the content's table
+		if err != nil {
+			return nil, unsupported("maxLength", err.Error())
+		}
+		r := c.b.rule("string")
+		c.b.defineDFA(r, d)
+		return call(r), nil
+	}
+	if counted {
+		d, err := c.boundedChars(minL, maxL)
+		if err != nil {
+			return nil, unsupported("maxLength", err.Error())
+		}
+		parts = append([]*dfa{d}, parts...)
+	}
 	if len(parts) == 0 {
 		return call(c.stringRule()), nil
-	}
-	if len(parts) == 1 && minL == 0 && maxL >= 0 && maxL == c.opts.stringBound() {
-		return call(c.stringRule()), nil // the bounded any_string itself
 	}
 	content := parts[0]
 	if len(parts) == 2 && minL == 0 && hasMax && truncate < 0 && parts[1].cyclic() && parts[1].singleByteChars() {

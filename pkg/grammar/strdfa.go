@@ -13,80 +13,141 @@ import (
 // a DFA of one character: its accepting states end the character and lead
 // nowhere. It keeps char's byte classes.
 func repeatChar(char *dfa, min, max int) (*dfa, error) {
+	if err := checkRepeat(char, max); err != nil {
+		return nil, err
+	}
+	// State (i, c): i characters done, c inside the next one.
+	nc, ncls := char.states(), char.ncls
+	n := (max + 1) * nc
+	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int32, n*ncls), accept: make([]bool, n), calls: make([][]callEdge, n)}
+	for q := 0; q < n; q++ {
+		d.accept[q] = repeatRow(char, min, max, q, d.trans[q*ncls:(q+1)*ncls])
+	}
+	// Every state can still complete: no trimming needed. The automaton is
+	// a function of (char, min, max): that is its identity.
+	d.finishAs("repeat", repeatID(char, min, max)...)
+	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
+	return d, nil
+}
+
+func checkRepeat(char *dfa, max int) error {
 	nc, ncls := char.states(), char.ncls
 	for q := 0; q < nc; q++ {
 		if char.accept[q] {
 			for c := 0; c < ncls; c++ {
 				if char.trans[q*ncls+c] >= 0 {
-					return nil, fmt.Errorf("character automaton continues after a character")
+					return fmt.Errorf("character automaton continues after a character")
 				}
 			}
 		}
 	}
 	if (max+1)*nc > maxDFAStates {
-		return nil, fmt.Errorf("automaton over %d states", maxDFAStates)
+		return fmt.Errorf("automaton over %d states", maxDFAStates)
 	}
-	// State (i, c): i characters done, c inside the next one.
-	n := (max + 1) * nc
-	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int32, n*ncls), accept: make([]bool, n), calls: make([][]callEdge, n)}
-	for i := 0; i <= max; i++ {
-		for c := 0; c < nc; c++ {
-			q := i*nc + c
-			d.accept[q] = c == 0 && i >= min
-			for k := 0; k < ncls; k++ {
-				d.trans[q*ncls+k] = -1
-				t := char.trans[c*ncls+k]
-				switch {
-				case t < 0 || char.accept[c] || i == max: // at max no character may start
-				case char.accept[t]:
-					d.trans[q*ncls+k] = int32((i + 1) * nc)
-				default:
-					d.trans[q*ncls+k] = int32(i*nc) + t
-				}
-			}
+	return nil
+}
+
+// repeatID is what identifies repeatChar(char, min, max).
+func repeatID(char *dfa, min, max int) [][]byte {
+	return [][]byte{char.hash[:], binary.LittleEndian.AppendUint64(nil, uint64(min)), binary.LittleEndian.AppendUint64(nil, uint64(max))}
+}
+
+// repeatRow writes state q's row of repeatChar(char, min, max) (in char's
+// classes) to row and reports whether q accepts.
+func repeatRow(char *dfa, min, max, q int, row []int32) bool {
+	nc, ncls := char.states(), char.ncls
+	i, c := q/nc, q%nc
+	for k := 0; k < ncls; k++ {
+		row[k] = -1
+		t := char.trans[c*ncls+k]
+		switch {
+		case t < 0 || char.accept[c] || i == max: // at max no character may start
+		case char.accept[t]:
+			row[k] = int32((i + 1) * nc)
+		default:
+			row[k] = int32(i*nc) + t
 		}
 	}
-	// Every state can still complete: no trimming needed. The automaton is
-	// a function of (char, min, max): that is its identity.
-	d.finishAs("repeat", char.hash[:], binary.LittleEndian.AppendUint64(nil, uint64(min)), binary.LittleEndian.AppendUint64(nil, uint64(max)))
-	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
+	return c == 0 && i >= min
+}
+
+// quotedRepeat is quoted(repeatChar(char, min, max)), built without the
+// content's table: at a maxLength of a few hundred each table is megabytes,
+// and faulting in the second one was half of the slowest first compile
+// (api_user's 500-character bio).
+func quotedRepeat(char *dfa, min, max int) (*dfa, error) {
+	if err := checkRepeat(char, max); err != nil {
+		return nil, err
+	}
+	cls, oldOf := splitQuote(&char.cls)
+	quote := int(cls['"'])
+	ncls, n := len(oldOf), (max+1)*char.states()
+	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
+	for i := range ncls {
+		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
+	}
+	d.trans[quote] = 1
+	row := make([]int32, char.ncls)
+	for q := 0; q < n; q++ {
+		acc := repeatRow(char, min, max, q, row)
+		quotedRow(d.trans[(q+1)*ncls:(q+2)*ncls], row, oldOf)
+		if acc {
+			d.trans[(q+1)*ncls+quote] = int32(n + 1)
+		}
+	}
+	d.accept[n+1] = true
+	content := derivedHash("repeat", repeatID(char, min, max)...)
+	d.finishAs("quoted", content[:])
+	d.counted = &charCounter{char: char.hash, nc: char.states(), min: min, max: max}
 	return d, nil
+}
+
+// splitQuote is quoted's byte classes: content's, with '"' split off, and
+// for each new class the content class it came from.
+func splitQuote(contentCls *[256]uint8) ([256]uint8, []int) {
+	var cls [256]uint8
+	oldOf := []int{}
+	var newID [512]int16 // content class*2 (+1 for '"') → new class+1
+	for b := 0; b < 256; b++ {
+		k := int(contentCls[b]) * 2
+		if b == '"' {
+			k++
+		}
+		if newID[k] == 0 {
+			oldOf = append(oldOf, int(contentCls[b]))
+			newID[k] = int16(len(oldOf))
+		}
+		cls[b] = uint8(newID[k] - 1)
+	}
+	return cls, oldOf
+}
+
+// quotedRow is a content row (dst state = content state + 1) in quoted's classes.
+func quotedRow(dst, src []int32, oldOf []int) {
+	for k, o := range oldOf {
+		if t := src[o]; t >= 0 {
+			dst[k] = t + 1
+		} else {
+			dst[k] = -1
+		}
+	}
 }
 
 // quoted is the DFA of '"' content '"'. The content of a JSON string never
 // has a raw quote at a character boundary, so the closing quote is
 // unambiguous.
 func quoted(content *dfa) *dfa {
-	// Classes: content's, with '"' split off.
-	var cls [256]uint8
-	oldOf := []int{}
-	newID := map[int]uint8{}
-	for b := 0; b < 256; b++ {
-		k := int(content.cls[b]) * 2
-		if b == '"' {
-			k++
-		}
-		id, ok := newID[k]
-		if !ok {
-			id = uint8(len(oldOf))
-			newID[k] = id
-			oldOf = append(oldOf, int(content.cls[b]))
-		}
-		cls[b] = id
-	}
+	cls, oldOf := splitQuote(&content.cls)
 	quote := int(cls['"'])
 	ncls, n := len(oldOf), content.states()
 	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
-	for i := range d.trans {
-		d.trans[i] = -1
+	for i := range ncls { // state 0: only the opening quote; state n+1: done
+		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
 	d.trans[quote] = 1
+	cn := content.ncls
 	for q := 0; q < n; q++ {
-		for k := 0; k < ncls; k++ {
-			if t := content.trans[q*content.ncls+oldOf[k]]; t >= 0 {
-				d.trans[(q+1)*ncls+k] = t + 1
-			}
-		}
+		quotedRow(d.trans[(q+1)*ncls:(q+2)*ncls], content.trans[q*cn:(q+1)*cn], oldOf)
 		if content.accept[q] {
 			d.trans[(q+1)*ncls+quote] = int32(n + 1)
 		}
