@@ -79,23 +79,10 @@ func quotedRepeat(char *dfa, min, max int) (*dfa, error) {
 	if err := checkRepeat(char, max); err != nil {
 		return nil, err
 	}
-	cls, oldOf := splitQuote(&char.cls)
-	quote := int(cls['"'])
-	ncls, n := len(oldOf), (max+1)*char.states()
-	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
-	for i := range ncls {
-		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
-	}
-	d.trans[quote] = 1
 	row := make([]int32, char.ncls)
-	for q := 0; q < n; q++ {
-		acc := repeatRow(char, min, max, q, row)
-		quotedRow(d.trans[(q+1)*ncls:(q+2)*ncls], row, oldOf)
-		if acc {
-			d.trans[(q+1)*ncls+quote] = int32(n + 1)
-		}
-	}
-	d.accept[n+1] = true
+	d := quoteRows(&char.cls, (max+1)*char.states(), func(q int) ([]int32, bool) {
+		return row, repeatRow(char, min, max, q, row)
+	})
 	content := derivedHash("repeat", repeatID(char, min, max)...)
 	d.finishAs("quoted", content[:])
 	d.counted = &charCounter{char: char.hash, nc: char.states(), min: min, max: max}
@@ -122,37 +109,45 @@ func splitQuote(contentCls *[256]uint8) ([256]uint8, []int) {
 	return cls, oldOf
 }
 
-// quotedRow is a content row (dst state = content state + 1) in quoted's classes.
-func quotedRow(dst, src []int32, oldOf []int) {
-	for k, o := range oldOf {
-		if t := src[o]; t >= 0 {
-			dst[k] = t + 1
-		} else {
-			dst[k] = -1
+// quoteRows builds the tables of '"' content '"' for content of n states
+// in contentCls's classes: state 0 takes the opening quote, state q+1 is
+// content state q (row gives its row and acceptance; an accepting one also
+// takes the closing quote), state n+1 is done.
+func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int32, bool)) *dfa {
+	cls, oldOf := splitQuote(contentCls)
+	quote := int(cls['"'])
+	ncls := len(oldOf)
+	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
+	for i := range ncls {
+		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
+	}
+	d.trans[quote] = 1
+	for q := 0; q < n; q++ {
+		src, acc := row(q)
+		dst := d.trans[(q+1)*ncls : (q+2)*ncls]
+		for k, o := range oldOf {
+			if t := src[o]; t >= 0 {
+				dst[k] = t + 1
+			} else {
+				dst[k] = -1
+			}
+		}
+		if acc {
+			dst[quote] = int32(n + 1)
 		}
 	}
+	d.accept[n+1] = true
+	return d
 }
 
 // quoted is the DFA of '"' content '"'. The content of a JSON string never
 // has a raw quote at a character boundary, so the closing quote is
 // unambiguous.
 func quoted(content *dfa) *dfa {
-	cls, oldOf := splitQuote(&content.cls)
-	quote := int(cls['"'])
-	ncls, n := len(oldOf), content.states()
-	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
-	for i := range ncls { // state 0: only the opening quote; state n+1: done
-		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
-	}
-	d.trans[quote] = 1
 	cn := content.ncls
-	for q := 0; q < n; q++ {
-		quotedRow(d.trans[(q+1)*ncls:(q+2)*ncls], content.trans[q*cn:(q+1)*cn], oldOf)
-		if content.accept[q] {
-			d.trans[(q+1)*ncls+quote] = int32(n + 1)
-		}
-	}
-	d.accept[n+1] = true
+	d := quoteRows(&content.cls, content.states(), func(q int) ([]int32, bool) {
+		return content.trans[q*cn : (q+1)*cn], content.accept[q]
+	})
 	// Content is trimmed, so is this; a function of content alone.
 	if content.leaf {
 		d.finishAs("quoted", content.hash[:])
