@@ -203,11 +203,18 @@ func (p *OptionalPusher) Send(m Message) bool {
 // Stats reports messages written and dropped so far.
 func (p *OptionalPusher) Stats() (sent, dropped uint64) { return p.sent.Load(), p.dropped.Load() }
 
-// Close stops the sender; queued messages are dropped.
+// Close stops the sender; queued messages are dropped, and counted so.
 func (p *OptionalPusher) Close() error {
 	p.cancel()
 	<-p.done
-	return nil
+	for {
+		select {
+		case <-p.ch:
+			p.dropped.Add(1)
+		default:
+			return nil
+		}
+	}
 }
 
 func (p *OptionalPusher) loop(ctx context.Context) {
@@ -262,6 +269,7 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 			case <-linger.C:
 				break collect
 			case <-ctx.Done():
+				p.dropped.Add(uint64(len(batch))) // Close: the batch in hand is dropped too
 				return
 			}
 		}
