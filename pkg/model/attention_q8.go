@@ -17,13 +17,13 @@ import (
 // multiply-adds (ggml_vec_mad_f32).
 
 // quantizeKV stores one row of len(x) values as q8_0 blocks in dst.
-func (m *Model) quantizeKV(dst []byte, x []float32) {
-	s := &m.s
+func (m *Model) quantizeKV(worker int, dst []byte, x []float32) {
+	ws := &m.s.work[worker]
 	nb := len(x) / tensor.QK
-	if len(s.kvq) < len(x) {
-		s.kvq, s.kvd = make([]int8, len(x)), make([]float32, nb)
+	if len(ws.kvq) < len(x) {
+		ws.kvq, ws.kvd = make([]int8, len(x)), make([]float32, nb)
 	}
-	qs, ds := s.kvq[:len(x)], s.kvd[:nb]
+	qs, ds := ws.kvq[:len(x)], ws.kvd[:nb]
 	tensor.QuantizeActQ8(x, qs, ds)
 	for b := 0; b < nb; b++ {
 		blk := dst[b*q8Block : (b+1)*q8Block]

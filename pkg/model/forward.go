@@ -51,24 +51,29 @@ const (
 // allocate.
 type scratch struct {
 	nTok, nOut int
-	x, xn      []float32 // [nTok x Hidden]
-	q, att     []float32 // [nTok x Heads*HeadDim]
-	k, v       []float32 // [nTok x KVHeads*HeadDim]
-	proj       []float32 // [nTok x Hidden]
-	gate, up   []float32 // [nTok x FFN]
-	cos, sin   []float32 // [nTok x HeadDim/2]
-	cosL, sinL []float32 // the same for local layers with their own RoPE (Model.localRope)
-	tokSeq     []int32   // sequence index of each token
-	sgemm      rowModes  // per token: which of llama.cpp's batch kernels it would use
-	rowGemm    rowModes  // sgemm's modes of the rows computed in the last layer
-	ktOff      []int     // per sequence: start of its packed key tiles in kt (-1: none)
-	kt, vt     []float32 // f32 key (transposed) and value tiles of the tiled attention path
-	krow       []float32 // one head of values (scratch)
-	rows       []int32   // token index of each row the attention computes
-	kvq        []int8    // q8_0 KV store: one row's quantized values
-	kvd        []float32 // and block scales
-	logits     []float32 // [nOut x Vocab]
+	x, xn      []float32     // [nTok x Hidden]
+	q, att     []float32     // [nTok x Heads*HeadDim]
+	k, v       []float32     // [nTok x KVHeads*HeadDim]
+	proj       []float32     // [nTok x Hidden]
+	gate, up   []float32     // [nTok x FFN]
+	cos, sin   []float32     // [nTok x HeadDim/2]
+	cosL, sinL []float32     // the same for local layers with their own RoPE (Model.localRope)
+	tokSeq     []int32       // sequence index of each token
+	sgemm      rowModes      // per token: which of llama.cpp's batch kernels it would use
+	rowGemm    rowModes      // sgemm's modes of the rows computed in the last layer
+	ktOff      []int         // per sequence: start of its packed key tiles in kt (-1: none)
+	kt, vt     []float32     // f32 key (transposed) and value tiles of the tiled attention path
+	work       []workScratch // per pool worker
+	rows       []int32       // token index of each row the attention computes
+	logits     []float32     // [nOut x Vocab]
 	moe        moeScratch
+}
+
+// workScratch is one pool worker's scratch in the row passes.
+type workScratch struct {
+	krow []float32 // one head of values
+	kvq  []int8    // q8_0 KV store: one row's quantized values
+	kvd  []float32 // and block scales
 }
 
 // rowModes holds, per token, the llama.cpp kernel choice a product
@@ -92,8 +97,11 @@ func (m *Model) ensureScratch(nTok, nOut int) {
 		s.tokSeq, s.rows = make([]int32, nTok), make([]int32, nTok)
 		s.sgemm, s.rowGemm = make(rowModes, nTok), make(rowModes, nTok)
 	}
-	if len(s.krow) < c.HeadDim {
-		s.krow = make([]float32, c.HeadDim)
+	if len(s.work) < m.ctx.Pool.Threads() {
+		s.work = make([]workScratch, m.ctx.Pool.Threads())
+		for i := range s.work {
+			s.work[i] = workScratch{krow: make([]float32, c.HeadDim)}
+		}
 	}
 	if c.Experts > 0 {
 		s.moe.ensure(c, s.nTok)
@@ -237,7 +245,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		m.tr("Qcur", li, s.q[:N*qDim])
 		m.tr("Kcur", li, s.k[:N*kvDim])
 		m.tr("Vcur", li, s.v[:N*kvDim])
-		m.storeKV(b, kv, li, s.k[:N*kvDim], s.v[:N*kvDim])
+		m.storeKVRows(b, kv, li, s.k[:N*kvDim], s.v[:N*kvDim])
 		gemm := s.sgemm[:N]
 		ffnGemm := gemm
 		if li == len(m.layers)-1 {
@@ -260,7 +268,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		att := s.att[:R*qDim]
 		m.attention(b, kv, li, rows, s.q[:N*qDim], att)
 		if _, nv := m.kvRotation(); nv > 0 {
-			fwhtRows(att, nv) // back from the rotated value space
+			m.fwhtPass(att, nv, qDim) // back from the rotated value space
 		}
 		m.tr("kqv_out", li, att)
 		blk = m.rowPiece(ly, R)
@@ -343,44 +351,12 @@ func (m *Model) preAttention(li, t0, t1 int) error {
 	n := t1 - t0
 	xn := s.xn[t0*H : t1*H]
 	q, k, v := s.q[t0*qDim:t1*qDim], s.k[t0*kvDim:t1*kvDim], s.v[t0*kvDim:t1*kvDim]
-	rmsNormRows(xn, s.x[t0*H:t1*H], ly.attnNorm, c.RMSEps)
+	m.normRows(xn, s.x[t0*H:t1*H], ly.attnNorm, c.RMSEps)
 	m.tr("attn_norm", li, xn)
 	if err := m.ctx.MatMulGGML(xn, n, s.sgemm[t0:t1], tensor.Out{W: ly.wq, Y: q}, tensor.Out{W: ly.wk, Y: k}, tensor.Out{W: ly.wv, Y: v}); err != nil {
 		return err
 	}
-	if ly.bq != nil {
-		addBias(q, ly.bq)
-		addBias(k, ly.bk)
-		addBias(v, ly.bv)
-	}
-	if ly.qNorm != nil {
-		rmsNormRows(q, q, ly.qNorm, c.RMSEps)
-		rmsNormRows(k, k, ly.kNorm, c.RMSEps)
-	}
-	if m.permQK {
-		interleaveHeads(q, c.HeadDim, s.krow)
-		interleaveHeads(k, c.HeadDim, s.krow)
-	}
-	cosT, sinT := s.cos, s.sin
-	if m.localRope && ly.window > 0 {
-		cosT, sinT = s.cosL, s.sinL
-	}
-	for i := 0; i < n; i++ {
-		ti := t0 + i
-		cs, sn := cosT[ti*c.HeadDim/2:ti*c.HeadDim/2+c.RopeDim/2], sinT[ti*c.HeadDim/2:ti*c.HeadDim/2+c.RopeDim/2]
-		m.rope(q[i*qDim:(i+1)*qDim], cs, sn)
-		m.rope(k[i*kvDim:(i+1)*kvDim], cs, sn)
-	}
-	if c.QScale != 0 {
-		// Before the KV rotation: llama.cpp scales Qcur in the model
-		// graph, and build_attn rotates what it is given.
-		scaleInPlace(q, c.QScale)
-	}
-	if nk, nv := m.kvRotation(); nk > 0 {
-		fwhtRows(q, nk)
-		fwhtRows(k, nk)
-		fwhtRows(v, nv)
-	}
+	m.qkvRows(li, t0, t1)
 	return nil
 }
 
@@ -397,13 +373,13 @@ func (m *Model) postAttention(li, r0, r1 int, gemm, ffnGemm rowModes) error {
 	}
 	m.tr("attn_out", li, proj)
 	if ly.postAttn != nil {
-		rmsNormRows(proj, proj, ly.postAttn, c.RMSEps)
+		m.normRows(proj, proj, ly.postAttn, c.RMSEps)
 		m.tr("attn_post_norm", li, proj)
 	}
 	xr, xn := s.x[r0*H:r1*H], s.xn[r0*H:r1*H]
-	m.addResidual(xr, proj)
+	m.residualRows(xr, proj, H)
 	m.tr("ffn_inp", li, xr)
-	rmsNormRows(xn, xr, ly.ffnNorm, c.RMSEps)
+	m.normRows(xn, xr, ly.ffnNorm, c.RMSEps)
 	m.tr("ffn_norm", li, xn)
 	if ly.experts != nil {
 		if err := m.moeFFN(li, xn, n, ffnGemm, proj); err != nil {
@@ -414,10 +390,10 @@ func (m *Model) postAttention(li, r0, r1 int, gemm, ffnGemm rowModes) error {
 	}
 	m.tr("ffn_out", li, proj)
 	if ly.postFFN != nil {
-		rmsNormRows(proj, proj, ly.postFFN, c.RMSEps)
+		m.normRows(proj, proj, ly.postFFN, c.RMSEps)
 		m.tr("ffn_post_norm", li, proj)
 	}
-	m.addResidual(xr, proj)
+	m.residualRows(xr, proj, H)
 	return nil
 }
 
@@ -431,14 +407,7 @@ func (m *Model) denseFFN(li int, xn []float32, R int, ffnGemm rowModes, proj []f
 	}
 	m.tr("ffn_gate", li, gate)
 	m.tr("ffn_up", li, up)
-	for r := 0; r < R; r++ {
-		g := gate[r*F : (r+1)*F]
-		if m.gelu != nil {
-			gegluRow(g, up[r*F:(r+1)*F], m.gelu)
-		} else {
-			siluRow(g, g, up[r*F:(r+1)*F], m.lanes)
-		}
-	}
+	m.actRows(gate, up, F)
 	m.tr("ffn_swiglu", li, gate)
 	return m.ctx.MatMulGGML(gate, R, ffnGemm, tensor.Out{W: ly.wDown, Y: proj})
 }
@@ -502,35 +471,6 @@ func (m *Model) hiddenRows(b *Batch, rows []int32, xn []float32) ([]float32, int
 		}
 	}
 	return xn[:keep*H], keep
-}
-
-func (m *Model) storeKV(b *Batch, top *KV, li int, k, v []float32) {
-	kv, layer := top.at(li)
-	dim := kv.dim
-	for si := range b.Seqs {
-		sq := &b.Seqs[si]
-		slots := top.seqSlots(sq, li)
-		for t := sq.Start; t < sq.Start+sq.Len; t++ {
-			off := kv.off(layer, slots[b.Positions[t]])
-			kt, vt := k[t*dim:(t+1)*dim], v[t*dim:(t+1)*dim]
-			if kv.q8 {
-				o8 := kv.off8(layer, slots[b.Positions[t]])
-				m.quantizeKV(kv.k8[o8:o8+kv.row8], kt)
-				m.quantizeKV(kv.v8[o8:o8+kv.row8], vt)
-				continue
-			}
-			if kv.f16 {
-				dk, dv := kv.k16[off:off+dim], kv.v16[off:off+dim]
-				for j := range kt {
-					dk[j] = tensor.F32ToF16(kt[j])
-					dv[j] = tensor.F32ToF16(vt[j])
-				}
-			} else {
-				copy(kv.k32[off:off+dim], kt)
-				copy(kv.v32[off:off+dim], vt)
-			}
-		}
-	}
 }
 
 // rmsNormRows normalizes each row of x (rows of len(w)) into dst and

@@ -119,6 +119,7 @@ type Model struct {
 	trace   func(name string, layer int, data []float32)
 	attn    attnTask
 	pack    packTask
+	pass    rowPass
 	closers []io.Closer
 }
 

@@ -56,6 +56,7 @@ type Ctx struct {
 	low  []lowRow // per worker: the decoded row of a lowbit.go matrix
 	mm   mmTask
 	gg   ggmlTask // exactness: state of MatMulGGML (ggml_matmul.go)
+	qt   quantTask
 }
 
 // NewCtx creates a context with its own pool of threads workers
@@ -192,11 +193,8 @@ func (c *Ctx) quantizeK(x []float32, T, cols int) {
 	if len(c.xk.Q) < T*cols {
 		c.xk = ActQ8K{Q: make([]int8, T*cols), D: make([]float32, T*nb), BSums: make([]int16, T*nb*16), S: make([]int32, T*nb*8)}
 	}
-	for t := 0; t < T; t++ {
-		quantizeActQ8K(x[t*cols:(t+1)*cols], c.xk.Q[t*cols:(t+1)*cols], c.xk.D[t*nb:(t+1)*nb], c.xk.BSums[16*t*nb:16*(t+1)*nb])
-	}
 	c.mm.xk = ActQ8K{Q: c.xk.Q[:T*cols], D: c.xk.D[:T*nb], BSums: c.xk.BSums[:16*T*nb], S: c.xk.S[:8*T*nb]}
-	c.mm.xk.fillS()
+	c.runQuant(quantQ8K, x, T, cols)
 }
 
 // quantize converts the T activation rows to q8_0 once for all matrices
@@ -208,13 +206,9 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 		c.xd = make([]float32, T*nb)
 		c.xds = make([]float32, 2*T*nb)
 	}
-	for t := 0; t < T; t++ {
-		QuantizeActQ8(x[t*cols:(t+1)*cols], c.xq[t*cols:(t+1)*cols], c.xd[t*nb:(t+1)*nb])
-	}
 	m := &c.mm
 	m.xq, m.xd = c.xq[:T*cols], c.xd[:T*nb]
 	if sums {
-		fillQ4Sums(c.xds[:2*T*nb], c.xq[:T*cols], c.xd[:T*nb])
 		m.xds = c.xds[:2*T*nb]
 	}
 	if tiles {
@@ -223,11 +217,68 @@ func (c *Ctx) quantize(x []float32, T, cols int, sums, tiles bool) {
 		if len(c.xt) < nt*tb {
 			c.xt = make([]byte, nt*tb)
 		}
-		for i := 0; i < nt; i++ {
-			t0 := i * q8TileTokens
-			fillQ8Tile(c.xt[i*tb:(i+1)*tb], c.xq[t0*cols:], c.xd[t0*nb:], nb, min(q8TileTokens, T-t0))
-		}
 		m.xt = c.xt[:nt*tb]
+	}
+	c.runQuant(quantQ8, x, T, cols)
+}
+
+// quantKind is which activation format a quantTask writes.
+type quantKind uint8
+
+const (
+	quantQ8  quantKind = iota // q8_0 (plus the q4_0 sums and VNNI tiles mmTask asks for)
+	quantQ8K                  // q8_K
+)
+
+// quantTask quantizes a MatMul's activation rows over the pool, a tile of
+// eight tokens per unit (each token is quantized on its own, so the split
+// changes nothing). Done serially it was ~5% of a prefill at one thread,
+// time the second thread then waited through.
+type quantTask struct {
+	c    *Ctx
+	kind quantKind
+	x    []float32
+	T    int
+	cols int
+}
+
+// quantGrain is the fewest activation values a thread quantizes: below
+// it waking the pool costs more than it saves.
+const quantGrain = 32 << 10
+
+func (c *Ctx) runQuant(kind quantKind, x []float32, T, cols int) {
+	q := &c.qt
+	*q = quantTask{c: c, kind: kind, x: x, T: T, cols: cols}
+	units := (T + q8TileTokens - 1) / q8TileTokens
+	c.Pool.Run(q, units, max(1, quantGrain/(q8TileTokens*cols)))
+	*q = quantTask{}
+}
+
+func (q *quantTask) Run(_, lo, hi int) {
+	m, x, cols := &q.c.mm, q.x, q.cols
+	t0, t1 := lo*q8TileTokens, min(q.T, hi*q8TileTokens)
+	if q.kind == quantQ8K {
+		nb := cols / QKK
+		for t := t0; t < t1; t++ {
+			quantizeActQ8K(x[t*cols:(t+1)*cols], m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.BSums[16*t*nb:16*(t+1)*nb])
+		}
+		sub := ActQ8K{BSums: m.xk.BSums[16*t0*nb : 16*t1*nb], S: m.xk.S[8*t0*nb : 8*t1*nb]}
+		sub.fillS()
+		return
+	}
+	nb := cols / QK
+	for t := t0; t < t1; t++ {
+		QuantizeActQ8(x[t*cols:(t+1)*cols], m.xq[t*cols:(t+1)*cols], m.xd[t*nb:(t+1)*nb])
+	}
+	if m.xds != nil {
+		fillQ4Sums(m.xds[2*t0*nb:2*t1*nb], m.xq[t0*cols:t1*cols], m.xd[t0*nb:t1*nb])
+	}
+	if m.xt != nil {
+		tb := nb * q8TileBlockBytes
+		for i := lo; i < hi; i++ {
+			s := i * q8TileTokens
+			fillQ8Tile(m.xt[i*tb:(i+1)*tb], m.xq[s*cols:], m.xd[s*nb:], nb, min(q8TileTokens, q.T-s))
+		}
 	}
 }
 
