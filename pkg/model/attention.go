@@ -40,6 +40,8 @@ type attnTask struct {
 	qf           [][]float32 // f16 cache: those queries widened back to f32 [group x HeadDim]
 	acc          [][]uint16  // f16 cache: f16 accumulators [group x HeadDim]
 	st           [][]float32 // f16 cache: softmax sum per head [group]
+	mx           [][]float32 // f16 cache: running maximum per head [group]
+	sinks        []float32   // the layer's attention sinks [Heads] (nil: none)
 }
 
 func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []float32) {
@@ -62,6 +64,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		t.qf = make([][]float32, workers)
 		t.acc = make([][]uint16, workers)
 		t.st = make([][]float32, workers)
+		t.mx = make([][]float32, workers)
 	}
 	for w := 0; w < workers; w++ {
 		if len(t.scores[w]) < group*maxCtx {
@@ -76,6 +79,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 			t.qf[w] = make([]float32, group*c.HeadDim)
 			t.acc[w] = make([]uint16, group*c.HeadDim)
 			t.st[w] = make([]float32, group)
+			t.mx[w] = make([]float32, group)
 		}
 		if nv := m.blockVectors(); len(t.bS[w]) < nv {
 			t.bq[w], t.bacc[w] = make([]float32, nv*c.HeadDim), make([]float32, nv*c.HeadDim)
@@ -86,7 +90,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 	if kv.f16 {
 		m.packTiles(b, kv, layer)
 	}
-	t.window = m.layers[layer].window
+	t.window, t.sinks = m.layers[layer].window, m.layers[layer].sinks
 	t.local = kv.Windowed() && kv.isLocal[layer]
 	st, sl := kv.at(layer)
 	t.m, t.b, t.kv, t.layer, t.rows, t.q, t.out = m, b, st, sl, rows, q, out
@@ -99,7 +103,7 @@ func (m *Model) attention(b *Batch, kv *KV, layer int, rows []int32, q, out []fl
 		grain = 1
 	}
 	m.ctx.Pool.Run(t, items, grain)
-	t.b, t.kv, t.rows, t.q, t.out = nil, nil, nil, nil, nil
+	t.b, t.kv, t.rows, t.q, t.out, t.sinks = nil, nil, nil, nil, nil, nil
 }
 
 func (t *attnTask) Run(worker, lo, hi int) {
@@ -174,7 +178,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	// value accumulation then runs in one pass.
 	acc := t.acc[worker][:len(qg)]
 	clear(acc)
-	S := t.st[worker][:group]
+	S, Mx := t.st[worker][:group], t.mx[worker][:group]
 	for h := 0; h < group; h++ {
 		ms, vs := t.ms[worker][h*n:(h+1)*n], t.vs[worker][h*n:(h+1)*n]
 		// Each key's exp argument depends on the running maximum only,
@@ -204,19 +208,53 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 			}
 			sum = float32(sum*ms[j]) + vs[j]
 		}
-		S[h] = sum
+		S[h], Mx[h] = sum, m
 	}
 	tensor.FlashAccF16Heads(acc, kv.v16, offs, t.ms[worker][:group*n], t.vs[worker][:group*n], group)
 	for h := 0; h < group; h++ {
+		// The f16 accumulator is widened to f32 first, then rescaled for
+		// the sink (ggml's order), then divided.
+		ms := t.sink(g*group+h, Mx[h], &S[h], false)
 		inv := float32(0)
 		if S[h] != 0 {
 			inv = 1 / S[h]
 		}
 		o, a := og[h*hd:(h+1)*hd], acc[h*hd:(h+1)*hd]
 		for d := range o {
-			o[d] = tensor.F16ToF32(a[d]) * inv
+			v := tensor.F16ToF32(a[d])
+			if ms != 1 {
+				v *= ms
+			}
+			o[d] = v * inv
 		}
 	}
+}
+
+// sink folds query head h's attention sink (Layer.sinks) into its
+// softmax after the keys, as ggml's flash attention does: a sink above the
+// running maximum mx rescales the sum S and the accumulator (by the
+// returned factor; 1 otherwise), else exp(sink - mx) is added to S.
+// S = S*ms + vs is one fused multiply-add in llama.cpp's build of the
+// tiled kernel (fused) and two roundings in its one-query kernel, like
+// that kernel's key loop (checked on the gpt-oss fixture: either choice
+// alone misses llama.cpp's log-probabilities by ~1e-4 on some prompts).
+func (t *attnTask) sink(h int, mx float32, S *float32, fused bool) (ms float32) {
+	if t.sinks == nil {
+		return 1
+	}
+	sv := t.sinks[h]
+	ms, vs := float32(1), float32(1)
+	if sv > mx {
+		ms = tensor.Expf(mx - sv)
+	} else {
+		vs = tensor.Expf(sv - mx)
+	}
+	if fused {
+		*S = tensor.FMA32(*S, ms, vs)
+	} else {
+		*S = float32(*S*ms) + vs
+	}
+	return ms
 }
 
 // headF32 is exact attention over an f32 cache: scores, a two-pass
@@ -250,6 +288,12 @@ func (t *attnTask) headF32(worker, g int, slots []int32, qg, og []float32) {
 			mx = max(mx, v)
 		}
 		var sum float64
+		if t.sinks != nil {
+			// The sink joins the softmax without a value.
+			sv := t.sinks[g*group+h]
+			mx = max(mx, sv)
+			sum = float64(tensor.Expf(sv - mx))
+		}
 		for i, v := range p {
 			e := tensor.Expf(v - mx)
 			p[i] = e

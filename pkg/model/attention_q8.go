@@ -78,15 +78,20 @@ func (t *attnTask) headQ8(worker, g int, slots []int32, qg, og []float32) {
 				vs = tensor.Expf(s - M[h])
 			}
 			tensor.MadF32GGML(a, vrow, vs)
-			S[h] = S[h]*ms + vs
+			S[h] = float32(S[h]*ms) + vs
 		}
 	}
 	for h := 0; h < group; h++ {
+		o, a := og[h*hd:(h+1)*hd], acc[h*hd:(h+1)*hd]
+		if ms := t.sink(g*group+h, M[h], &S[h], false); ms != 1 {
+			for d := range a {
+				a[d] *= ms
+			}
+		}
 		inv := float32(0)
 		if S[h] != 0 {
 			inv = 1 / S[h]
 		}
-		o, a := og[h*hd:(h+1)*hd], acc[h*hd:(h+1)*hd]
 		for d := range o {
 			o[d] = a[d] * inv
 		}

@@ -322,6 +322,12 @@ func (t *attnTask) blockTiled(worker, g int, u attnUnit) {
 		r := int(u.r0) + i
 		for h := 0; h < group; h++ {
 			v := i*group + h
+			if ms := t.sink(g*group+h, M[v], &S[v], true); ms != 1 {
+				a := acc[v*hd : (v+1)*hd]
+				for d := range a {
+					a[d] *= ms
+				}
+			}
 			inv := float32(0)
 			if S[v] != 0 {
 				inv = 1 / S[v]

@@ -51,7 +51,7 @@ type Config struct {
 	// Local layers rotate with RopeThetaLocal (0: RopeTheta) and, when
 	// LocalRopeUnscaled, without RopeScaling (gemma3's global layers alone
 	// are scaled).
-	Act               string // "" (SiLU) | "gelu_tanh"
+	Act               string // "" (SiLU) | "gelu_tanh" | "swiglu_oai" (gpt-oss's clamped SwiGLU, experts only)
 	PostNorms         bool
 	Window            int
 	LocalLayers       []bool // len Layers when Window > 0
@@ -74,6 +74,13 @@ type Config struct {
 	Experts, ExpertsUsed int
 	ExpertsNorm          bool
 	SharedFFN            int
+	// ExpertsSoftmaxTopK (gpt-oss, llama.cpp's SOFTMAX_WEIGHT gating):
+	// the experts are chosen by their raw router logits and weighted by
+	// the softmax of the chosen ones' logits alone.
+	ExpertsSoftmaxTopK bool
+	// AttnSinks: every layer has a sink logit per query head that joins
+	// the attention softmax without a value (gpt-oss).
+	AttnSinks bool
 }
 
 // RopeScaling is a supported RoPE frequency scaling.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
 // A family is one architecture family: everything about it that is not
@@ -63,6 +64,31 @@ type family struct {
 	// sharedExpert: with the experts, a shared expert every token runs
 	// (Config.SharedFFN; qwen2moe).
 	sharedExpert bool
+	// expertBias: the router and every expert projection carry biases
+	// (ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias; gpt-oss).
+	expertBias bool
+	// outBias: the attention output projection carries a bias
+	// (attn_output.bias); required when set.
+	outBias bool
+	// sinks: attention sinks, one logit per query head (attn_sinks) that
+	// joins every softmax without a value; required when set.
+	sinks bool
+	// ffnNorm is the GGUF name part of the RMSNorm before the FFN
+	// ("" = ffn_norm; gpt-oss's converter names it post_attention_norm).
+	ffnNorm string
+	// lateRows: llama.cpp's graph runs the whole last layer on every token
+	// of a batch and picks the output rows after it (gpt-oss's
+	// embeddings_nextn_masked default) rather than before its FFN, so the
+	// last layer's FFN keeps the batch's rounding.
+	lateRows bool
+	// hfGet, when set, produces the tensors whose Hugging Face layout is
+	// not one GGUF tensor under another name (gpt-oss's fused, transposed
+	// experts): ok false leaves name to the common mapping.
+	hfGet func(s hfSource, name string) (t *rawTensor, ok bool, err error)
+	// genHFTensors, when set, writes the tensors of ts whose Hugging Face
+	// layout differs (the inverse of hfGet) and returns the others, which
+	// GenerateHF writes as usual.
+	genHFTensors func(o *GenOptions, ts []genTensor, dt tensor.DType) (custom []hfTensor, rest []genTensor)
 	// hfTensors maps GGUF tensor-name parts (after "blk.N.") to Hugging
 	// Face ones beyond the common llama-style map (commonHFTensors). A
 	// stacked expert tensor (ffn_gate_exps) maps to a name with %d, the
@@ -194,6 +220,14 @@ func (f *family) hfName(name string) string {
 		return name
 	}
 	return fmt.Sprintf("model.layers.%d.%s%s", layer, hf, suffix)
+}
+
+// ffnNormName is the GGUF name part of the FFN's input norm.
+func (f *family) ffnNormName() string {
+	if f.ffnNorm != "" {
+		return f.ffnNorm
+	}
+	return "ffn_norm"
 }
 
 // checkHF applies the family's config.json rules after the common fields.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lightllm-go/lightllm/pkg/chattmpl"
 )
@@ -21,6 +22,7 @@ func TestFamilyRegistry(t *testing.T) {
 		"gemma3": {"gemma3", "Gemma3ForCausalLM"}, "gemma2": {"gemma2", "Gemma2ForCausalLM"},
 		"mixtral": {"llama", "MixtralForCausalLM"}, "qwen3moe": {"qwen3moe", "Qwen3MoeForCausalLM"},
 		"qwen2moe": {"qwen2moe", "Qwen2MoeForCausalLM"}, "olmoe": {"olmoe", "OlmoeForCausalLM"},
+		"gpt-oss": {"gpt-oss", "GptOssForCausalLM"},
 	}
 	for name, w := range want {
 		f, err := lookupFamily(name)
@@ -42,7 +44,7 @@ func TestFamilyRegistry(t *testing.T) {
 	}
 	// config.json's model_type: a family's hfType, else its name.
 	for mt, name := range map[string]string{"gemma3_text": "gemma3", "gemma2": "gemma2", "llama": "llama", "qwen3": "qwen3",
-		"mixtral": "mixtral", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe"} {
+		"mixtral": "mixtral", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "olmoe": "olmoe", "gpt_oss": "gpt-oss"} {
 		if f, err := lookupHFFamily(mt); err != nil || f.name != name {
 			t.Errorf("model_type %s: %v, %v", mt, f, err)
 		}
@@ -189,7 +191,8 @@ func top5Tolerance(m *Model, r llamaRun) float64 {
 // TestFamilyChatTemplates: each family's chat template (written by
 // gen-model) renders byte-exact with Python jinja2 as transformers sets it
 // up (trim_blocks, lstrip_blocks) on the cases of
-// testdata/chat_templates.json.
+// testdata/chat_templates.json. strftime_now (gpt-oss's "Current date")
+// rendered templateDate there; it renders today here.
 func TestFamilyChatTemplates(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("testdata", "chat_templates.json"))
 	if err != nil {
@@ -218,12 +221,17 @@ func TestFamilyChatTemplates(t *testing.T) {
 		}
 		for _, c := range cases[name] {
 			got, err := tmpl.RenderJSON(c.Ctx)
-			if err != nil || got != c.Want {
-				t.Errorf("%s %s: %q, %v\nwant %q", name, c.Name, got, err, c.Want)
+			want := strings.ReplaceAll(c.Want, "Current date: "+templateDate, "Current date: "+time.Now().Format("2006-01-02"))
+			if err != nil || got != want {
+				t.Errorf("%s %s: %q, %v\nwant %q", name, c.Name, got, err, want)
 			}
 		}
 	}
 }
+
+// templateDate is the date strftime_now("%Y-%m-%d") gave Python jinja2
+// when testdata/chat_templates.json was rendered.
+const templateDate = "2026-01-01"
 
 // llamaBatch is the batch size the reference scripts give llama.cpp: a
 // longer prompt is prefilled in chunks of this many tokens.

@@ -248,7 +248,7 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 		m.storeKVRows(b, kv, li, s.k[:N*kvDim], s.v[:N*kvDim])
 		gemm := s.sgemm[:N]
 		ffnGemm := gemm
-		if li == len(m.layers)-1 {
+		if li == len(m.layers)-1 && !m.fam.lateRows {
 			// Only the rows whose logits are wanted matter from here on.
 			// llama.cpp drops the other rows after the attention output
 			// projection, so that projection keeps the batch rounding and
@@ -279,6 +279,16 @@ func (m *Model) Forward(b *Batch, kv *KV, logits [][]float32) error {
 			}
 		}
 		m.tr("l_out", li, s.x[:R*H])
+	}
+	if m.fam.lateRows {
+		// The rows wanted, picked after the whole last layer (family.lateRows).
+		rows = m.outputRows(b)
+		if len(rows) == 0 {
+			return nil
+		}
+		for j, i := range rows {
+			copy(s.x[j*H:(j+1)*H], s.x[int(i)*H:(int(i)+1)*H])
+		}
 	}
 	R := len(rows)
 	xn := s.xn[:R*H]
@@ -370,6 +380,9 @@ func (m *Model) postAttention(li, r0, r1 int, gemm, ffnGemm rowModes) error {
 	att, proj := s.att[r0*qDim:r1*qDim], s.proj[r0*H:r1*H]
 	if err := m.ctx.MatMulGGML(att, n, gemm, tensor.Out{W: ly.wo, Y: proj}); err != nil {
 		return err
+	}
+	if ly.bo != nil {
+		addBias(proj, ly.bo)
 	}
 	m.tr("attn_out", li, proj)
 	if ly.postAttn != nil {

@@ -22,7 +22,7 @@ type GenOptions struct {
 	Arch                                    string // a registered family (family.go)
 	Hidden, Layers, Heads, KVHeads, HeadDim int    // HeadDim 0: Hidden/Heads
 	FFN, Vocab, MaxPos                      int    // MaxPos 0: 2048
-	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0 | q4_K_M | q5_K_M | q6_K (ggmlMixes)
+	DType                                   string // f32 | f16 | bf16 | q8_0 | q4_0 | q4_K_M | q5_K_M | q6_K | mxfp4_moe ... (ggmlMixes)
 	Seed                                    uint64
 	Tied                                    bool    // output head shares the embedding
 	RopeTheta                               float64 // 0: 10000
@@ -177,9 +177,18 @@ var ggmlMixes = map[string]ggmlMix{
 	}},
 	"iq4_nl": {tensor.IQ4_NL, 25, iq4Mix(tensor.IQ4_NL)},
 	"iq4_xs": {tensor.IQ4_XS, 30, iq4Mix(tensor.IQ4_XS)},
-	"q4_1":   {tensor.Q4_1, 3, nil},
-	"q5_0":   {tensor.Q5_0, 8, nil},
-	"q5_1":   {tensor.Q5_1, 9, nil},
+	// MXFP4_MOE (llama-quantize's type for gpt-oss, the layout of its
+	// released GGUF files): every 3-D expert tensor MXFP4, every other
+	// matrix q8_0, the output head too.
+	"mxfp4_moe": {tensor.Q8_0, 38, func(kind string, _, _, _ int) tensor.DType {
+		if strings.HasSuffix(kind, "_exps") {
+			return tensor.MXFP4
+		}
+		return tensor.Q8_0
+	}},
+	"q4_1": {tensor.Q4_1, 3, nil},
+	"q5_0": {tensor.Q5_0, 8, nil},
+	"q5_1": {tensor.Q5_1, 9, nil},
 }
 
 // moreBitsMix is the _K_M rule: q6_K attn_v and ffn_down on the
@@ -231,6 +240,9 @@ func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
 		return hfStoreType(dt)
 	}
 	if t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight") {
+		if mix.base == tensor.Q8_0 {
+			return tensor.Q8_0 // llama-quant.cpp: q6_K unless the type is q8_0 already
+		}
 		return tensor.Q6_K
 	}
 	var layer int
@@ -246,6 +258,15 @@ func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
 
 // sqrt3 scales a unit-range uniform to unit standard deviation.
 const sqrt3 = 1.7320508
+
+// hfTensor is one tensor GenerateHF writes in a layout of its own
+// (family.genHFTensors): its Hugging Face name and shape, and its values
+// in row-major order, computed when it is written.
+type hfTensor struct {
+	name   string
+	shape  []int64
+	values func() []float32
+}
 
 // genTensor is one weight of a generated model, named as in GGUF.
 type genTensor struct {
@@ -286,6 +307,14 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "attn_v.weight", rows: kvDim, cols: H, std: lin(kvDim, H)})
 		}
 		ts = append(ts, genTensor{name: p + "attn_output.weight", rows: H, cols: qDim, std: lin(H, qDim)})
+		if fam.outBias {
+			ts = append(ts, genTensor{name: p + "attn_output.bias", cols: H, std: 0.05})
+		}
+		if fam.sinks {
+			// Of the order of the attention logits, so that the sink
+			// takes a visible share of every softmax.
+			ts = append(ts, genTensor{name: p + "attn_sinks.weight", cols: o.Heads, std: 1})
+		}
 		if fam.qkvBias {
 			ts = append(ts,
 				genTensor{name: p + "attn_q.bias", cols: qDim, std: 0.05, ropeHeads: o.Heads},
@@ -301,13 +330,23 @@ func (o *GenOptions) tensors(fam *family) []genTensor {
 				genTensor{name: p + "attn_q_norm.weight", cols: qn, std: 0.05, center: 1},
 				genTensor{name: p + "attn_k_norm.weight", cols: kn, std: 0.05, center: 1})
 		}
-		ts = append(ts, genTensor{name: p + "ffn_norm.weight", cols: H, std: 0.05, center: 1})
+		ts = append(ts, genTensor{name: p + fam.ffnNormName() + ".weight", cols: H, std: 0.05, center: 1})
 		if fam.moe {
 			ts = append(ts,
 				genTensor{name: p + "ffn_gate_inp.weight", rows: o.Experts, cols: H, std: 1 / float32(math.Sqrt(float64(H))), f32: true},
 				genTensor{name: p + "ffn_gate_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
 				genTensor{name: p + "ffn_up_exps.weight", rows: o.FFN, cols: H, std: lin(o.FFN, H), experts: o.Experts},
 				genTensor{name: p + "ffn_down_exps.weight", rows: H, cols: o.FFN, std: lin(H, o.FFN), experts: o.Experts})
+			if fam.expertBias {
+				// GGUF keeps biases f32 (the converter's rule for every
+				// tensor not named .weight); a stack of expert biases is
+				// one [experts x n] tensor in both forms.
+				ts = append(ts,
+					genTensor{name: p + "ffn_gate_inp.bias", cols: o.Experts, std: 0.5},
+					genTensor{name: p + "ffn_gate_exps.bias", rows: o.Experts, cols: o.FFN, std: 0.05, f32: true},
+					genTensor{name: p + "ffn_up_exps.bias", rows: o.Experts, cols: o.FFN, std: 0.05, f32: true},
+					genTensor{name: p + "ffn_down_exps.bias", rows: o.Experts, cols: H, std: 0.05, f32: true})
+			}
 			if fam.sharedExpert {
 				F := o.SharedFFN
 				ts = append(ts,
@@ -557,7 +596,24 @@ func GenerateHF(dir string, o GenOptions) error {
 	hfType := hfStoreType(dt)
 	stDType := map[tensor.DType]safetensors.DType{tensor.F16: safetensors.F16, tensor.BF16: safetensors.BF16, tensor.F32: safetensors.F32}[hfType]
 	var wts []safetensors.WriteTensor
-	for _, t := range o.tensors(fam) {
+	ts := o.tensors(fam)
+	if fam.genHFTensors != nil {
+		var custom []hfTensor
+		custom, ts = fam.genHFTensors(&o, ts, dt)
+		for _, ct := range custom {
+			ct := ct
+			wts = append(wts, safetensors.WriteTensor{Name: ct.name, DType: stDType, Shape: ct.shape,
+				Fill: func(out io.Writer) error {
+					enc, err := tensor.Quantize(hfType, ct.values())
+					if err != nil {
+						return err
+					}
+					_, err = out.Write(enc)
+					return err
+				}})
+		}
+	}
+	for _, t := range ts {
 		t := t
 		shape := []int64{int64(t.cols)}
 		if t.rows > 0 {

@@ -55,14 +55,17 @@ type layer struct {
 	wk, wv            *tensor.Matrix // [KVHeads*HeadDim x Hidden]
 	wo                *tensor.Matrix // [Hidden x Heads*HeadDim]
 	bq, bk, bv        []float32      // qwen2 biases (nil otherwise)
+	bo                []float32      // attention output bias [Hidden] (gpt-oss; nil otherwise)
+	sinks             []float32      // attention sink logit per query head [Heads] (gpt-oss; nil otherwise)
 	qNorm, kNorm      []float32      // qwen3 per-head RMSNorm weights [HeadDim]
 	postAttn, postFFN []float32      // gemma's output norms [Hidden] (nil otherwise)
 	window            int            // sliding window of this layer (0: whole context)
 	wGate, wUp, wDown *tensor.Matrix
 	// Mixture of experts (Config.Experts > 0) in place of wGate/wUp/wDown:
 	// the router [Experts x Hidden] and the experts.
-	gateInp *tensor.Matrix
-	experts []expert
+	gateInp  *tensor.Matrix
+	gateInpB []float32 // the router's bias [Experts] (gpt-oss; nil otherwise)
+	experts  []expert
 	// A shared expert (Config.SharedFFN > 0) is wGate/wUp/wDown, gated by
 	// sigmoid(shexpGate · x), shexpGate [1 x Hidden].
 	shexpGate *tensor.Matrix
@@ -358,8 +361,19 @@ func (m *Model) loadWeights(l *loader) error {
 		if ly.attnNorm, err = l.vector(p+"attn_norm.weight", H); err != nil {
 			return err
 		}
-		if ly.ffnNorm, err = l.vector(p+"ffn_norm.weight", H); err != nil {
+		if ly.ffnNorm, err = l.vector(p+m.fam.ffnNormName()+".weight", H); err != nil {
 			return err
+		}
+		if m.fam.outBias {
+			if ly.bo, err = l.vector(p+"attn_output.bias", H); err != nil {
+				return err
+			}
+		}
+		if m.fam.sinks {
+			if ly.sinks, err = l.vector(p+"attn_sinks.weight", c.Heads); err != nil {
+				return err
+			}
+			c.AttnSinks = true
 		}
 		if m.fam.postNorms {
 			if ly.postAttn, err = l.vector(p+"post_attention_norm.weight", H); err != nil {

@@ -13,6 +13,9 @@ const maxExperts = 1024
 // expert is one expert FFN of a mixture-of-experts layer (SwiGLU).
 type expert struct {
 	gate, up, down *tensor.Matrix
+	// Biases added after each product (family.expertBias; nil otherwise):
+	// gate and up [FFN], down [Hidden].
+	gateB, upB, downB []float32
 }
 
 // moeScratch holds the buffers of the expert FFNs (Model.moeFFN), grown
@@ -78,7 +81,51 @@ func (m *Model) loadExperts(l *loader, ly *layer, p string) error {
 			return err
 		}
 	}
+	if !m.fam.expertBias {
+		return nil
+	}
+	if ly.gateInpB, err = l.vector(p+"ffn_gate_inp.bias", E); err != nil {
+		return err
+	}
+	biases := []struct {
+		name string
+		n    int
+		dst  func(e *expert) *[]float32
+	}{
+		{"ffn_gate_exps", F, func(e *expert) *[]float32 { return &e.gateB }},
+		{"ffn_up_exps", F, func(e *expert) *[]float32 { return &e.upB }},
+		{"ffn_down_exps", H, func(e *expert) *[]float32 { return &e.downB }},
+	}
+	for _, b := range biases {
+		v, err := l.stackedVectors(p+b.name+".bias", E, b.n)
+		if err != nil {
+			return err
+		}
+		for e := range ly.experts {
+			*b.dst(&ly.experts[e]) = v[e*b.n : (e+1)*b.n : (e+1)*b.n]
+		}
+	}
 	return nil
+}
+
+// stackedVectors loads a 2-D [n x cols] tensor of per-expert biases
+// (ggml's {cols, n}) as float32, expert e's at [e*cols, (e+1)*cols).
+func (l *loader) stackedVectors(name string, n, cols int) ([]float32, error) {
+	t, err := l.need(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.shape) != 2 || t.shape[0] != n || t.shape[1] != cols {
+		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, n, cols)
+	}
+	rb, err := t.typ.RowBytes(cols)
+	if err != nil || rb*n != len(t.data) {
+		return nil, fmt.Errorf("%s: tensor %q: %d bytes for %d x %d %s", l.src.path(), t.name, len(t.data), n, cols, t.typ)
+	}
+	out := make([]float32, n*cols)
+	tensor.Dequantize(t.typ, t.data, out)
+	l.tick(t)
+	return out, nil
 }
 
 // routerMatrix loads a router weight as f32, widening f16/bf16 (exactly)
@@ -190,15 +237,24 @@ func (m *Model) routedExperts(ly *layer, xn []float32, R int, modes rowModes, ou
 	if err := m.ctx.MatMulGGML(xn, R, modes, tensor.Out{W: ly.gateInp, Y: logits}); err != nil {
 		return err
 	}
+	if ly.gateInpB != nil {
+		addBias(logits, ly.gateInpB) // ggml_add
+	}
 	clear(s.start)
 	for r := 0; r < R; r++ {
 		p := logits[r*E : (r+1)*E]
-		routerSoftmax(p, m.lanes)
+		if !c.ExpertsSoftmaxTopK {
+			routerSoftmax(p, m.lanes)
+		}
 		sel, w := s.sel[r*K:(r+1)*K], s.w[r*K:(r+1)*K]
 		topK(sel, p)
 		for k, e := range sel {
 			w[k] = p[e]
 			s.start[e+1]++
+		}
+		if c.ExpertsSoftmaxTopK {
+			// ggml_soft_max over the chosen logits (a row of K).
+			routerSoftmax(w, m.lanes)
 		}
 		if c.ExpertsNorm {
 			var sum float64 // ggml_sum_rows: a double sum, rounded once
@@ -237,13 +293,24 @@ func (m *Model) routedExperts(ly *layer, xn []float32, R int, modes rowModes, ou
 		if err := m.ctx.MatMulGGML(x, n, nil, tensor.Out{W: ex.gate, Y: gate}, tensor.Out{W: ex.up, Y: up}); err != nil {
 			return err
 		}
+		if ex.gateB != nil {
+			addBias(gate, ex.gateB) // ggml_add_id
+			addBias(up, ex.upB)
+		}
 		for i := 0; i < n; i++ {
 			g := gate[i*F : (i+1)*F]
-			siluRow(g, g, up[i*F:(i+1)*F], m.lanes)
+			if c.Act == "swiglu_oai" {
+				swigluOAIRow(g, up[i*F:(i+1)*F])
+			} else {
+				siluRow(g, g, up[i*F:(i+1)*F], m.lanes)
+			}
 		}
 		y := s.y[:n*H]
 		if err := m.ctx.MatMulGGML(gate, n, nil, tensor.Out{W: ex.down, Y: y}); err != nil {
 			return err
+		}
+		if ex.downB != nil {
+			addBias(y, ex.downB)
 		}
 		for i, j := range js {
 			copy(s.out[int(j)*H:(int(j)+1)*H], y[i*H:(i+1)*H])
@@ -328,5 +395,27 @@ func topK(sel []int32, p []float32) {
 		}
 		sel[j] = int32(i)
 		n = min(n+1, len(sel))
+	}
+}
+
+// swigluOAIRow is ggml_swiglu_oai (gpt-oss's clamped SwiGLU, alpha 1.702,
+// limit 7, as llama.cpp's LLM_FFN_SWIGLU_OAI_MOE fixes them) of a gate
+// row g and an up row u into g, as ggml's CPU loop computes it per value:
+// x = min(g, limit), y = clamp(u, -limit, limit),
+// (x / (1 + expf(alpha * -x))) * (y + 1), each operation rounded to float32
+// (no operation there can fuse) with glibc's expf.
+func swigluOAIRow(g, u []float32) {
+	const alpha, limit float32 = 1.702, 7
+	u = u[:len(g)]
+	for k, v := range g {
+		x := min(v, limit)
+		y := u[k]
+		if y < -limit { // std::clamp(y, -limit, limit)
+			y = -limit
+		} else if limit < y {
+			y = limit
+		}
+		glu := x / (1 + tensor.Expf(alpha*(-x)))
+		g[k] = glu * (y + 1)
 	}
 }

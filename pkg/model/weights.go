@@ -115,7 +115,16 @@ func (s hfSource) totals() (int, int64) {
 }
 
 func (s hfSource) get(name string) (*rawTensor, error) {
-	hf := s.fam.hfName(name)
+	if s.fam.hfGet != nil {
+		if t, ok, err := s.fam.hfGet(s, name); ok {
+			return t, err
+		}
+	}
+	return s.raw(s.fam.hfName(name))
+}
+
+// raw returns the Hugging Face tensor hf as stored ((nil, nil) if absent).
+func (s hfSource) raw(hf string) (*rawTensor, error) {
 	info, data, f, ok := s.set.Tensor(hf)
 	if !ok {
 		return nil, nil
