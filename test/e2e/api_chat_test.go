@@ -184,8 +184,9 @@ type apiChat struct {
 	Choices []struct {
 		Index   int `json:"index"`
 		Message *struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
+			Role             string  `json:"role"`
+			Content          string  `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
 		} `json:"message"`
 		Delta *struct {
 			Role    string  `json:"role"`
