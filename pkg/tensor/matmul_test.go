@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func randMatrix(t testing.TB, r *rand.Rand, dt DType, rows, cols int) (*Matrix, []float32) {
@@ -160,20 +161,35 @@ func (c *countTask) Run(_, lo, hi int) {
 }
 
 func TestPoolCoversRangeOnce(t *testing.T) {
-	p := NewPool(4)
-	defer p.Close()
-	for _, n := range []int{1, 2, 7, 100, 1001} {
-		for _, grain := range []int{1, 3, 50} {
-			c := &countTask{hits: make([]atomic.Int32, n)}
-			for rep := 0; rep < 5; rep++ {
-				p.Run(c, n, grain)
-			}
-			for i := range c.hits {
-				if c.hits[i].Load() != 5 {
-					t.Fatalf("n=%d grain=%d: index %d ran %d times", n, grain, i, c.hits[i].Load())
+	for _, tc := range []struct {
+		name    string
+		threads int
+		pause   time.Duration // between jobs: past spinFor the helpers park
+	}{
+		{"4 threads back to back", 4, 0},
+		{"4 threads parking", 4, 3 * spinFor},
+		{"2 threads parking", 2, 3 * spinFor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPool(tc.threads)
+			defer p.Close()
+			// Job sizes alternate between using every helper and only
+			// some, so helpers skip jobs while others run them.
+			for _, n := range []int{1, 2, 7, 100, 1001} {
+				for _, grain := range []int{1, 3, 50} {
+					c := &countTask{hits: make([]atomic.Int32, n)}
+					for rep := 0; rep < 5; rep++ {
+						p.Run(c, n, grain)
+						time.Sleep(tc.pause)
+					}
+					for i := range c.hits {
+						if c.hits[i].Load() != 5 {
+							t.Fatalf("n=%d grain=%d: index %d ran %d times", n, grain, i, c.hits[i].Load())
+						}
+					}
 				}
 			}
-		}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package tensor
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Task is work split over an index range [0, n). Run is called concurrently
@@ -13,19 +14,42 @@ type Task interface {
 	Run(worker, lo, hi int)
 }
 
+// spinFor is how long an idle helper keeps polling for the next job
+// before it parks. A forward pass hands the pool a job every few
+// microseconds (a decode step of a 12-layer model runs ~60), and waking a
+// parked goroutine costs ~10-50 µs (futex, scheduler), which at two
+// threads cost more than the second thread gained on small models. Past a
+// pass's end the helpers park, so an idle engine uses no CPU.
+const spinFor = 50 * time.Microsecond
+
+// Helper states.
+const (
+	helperSpinning int32 = iota // polling gen
+	helperParked                // blocked on its wake channel
+)
+
 // Pool is a fixed set of worker goroutines that live as long as the pool,
 // so a forward pass does not create goroutines. Run is not reentrant: one
 // goroutine drives the pool at a time.
 type Pool struct {
 	threads int
-	wake    []chan struct{}
-	done    chan struct{}
+	hs      []poolHelper
+	closed  atomic.Bool // set by Close before it publishes the last job
 
-	// The current job, published to helpers by the channel send.
-	task  Task
-	total int
-	chunk int
-	next  atomic.Int64
+	// The current job: written by Run before it publishes job, read only
+	// by the helpers taking part, which Run waits for before it writes
+	// the next.
+	task    Task
+	total   int
+	chunk   int
+	next    atomic.Int64
+	job     atomic.Uint64 // generation<<16 | how many helpers (1..n) take part
+	pending atomic.Int32  // helpers of the current job not yet done
+}
+
+type poolHelper struct {
+	state atomic.Int32
+	wake  chan struct{}
 }
 
 // NewPool starts a pool of threads workers (the caller's goroutine counts
@@ -34,11 +58,10 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads, done: make(chan struct{}, threads)}
+	p := &Pool{threads: threads, hs: make([]poolHelper, threads)}
 	for i := 1; i < threads; i++ {
-		ch := make(chan struct{}, 1)
-		p.wake = append(p.wake, ch)
-		go p.helper(i, ch)
+		p.hs[i].wake = make(chan struct{}, 1)
+		go p.helper(i)
 	}
 	return p
 }
@@ -46,11 +69,47 @@ func NewPool(threads int) *Pool {
 // Threads is the number of workers including the caller.
 func (p *Pool) Threads() int { return p.threads }
 
-func (p *Pool) helper(worker int, wake chan struct{}) {
-	for range wake {
-		p.work(worker)
-		p.done <- struct{}{}
+func (p *Pool) helper(worker int) {
+	h := &p.hs[worker]
+	var seen uint64
+	for {
+		j := p.await(h, seen)
+		if p.closed.Load() {
+			return
+		}
+		seen = j
+		if worker <= int(j&0xffff) {
+			p.work(worker)
+			p.pending.Add(-1)
+		}
 	}
+}
+
+// await returns the first job word after seen: it polls for spinFor,
+// then parks until Run wakes it.
+func (p *Pool) await(h *poolHelper, seen uint64) uint64 {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if j := p.job.Load(); j != seen {
+			return j
+		}
+		if i%64 == 63 {
+			if time.Since(start) > spinFor {
+				break
+			}
+			// With fewer Ps than workers a spinning helper would hold
+			// the caller's P until the scheduler pre-empts it.
+			runtime.Gosched()
+		}
+	}
+	h.state.Store(helperParked)
+	// Run may have published a job between the last poll and the store:
+	// whoever moves the state back from parked owns the wake-up.
+	if j := p.job.Load(); j != seen && h.state.CompareAndSwap(helperParked, helperSpinning) {
+		return j
+	}
+	<-h.wake
+	return p.job.Load()
 }
 
 func (p *Pool) work(worker int) {
@@ -82,21 +141,38 @@ func (p *Pool) Run(t Task, n, grain int) {
 	helpers := min(p.threads-1, chunks-1)
 	p.task, p.total, p.chunk = t, n, chunk
 	p.next.Store(0)
-	for i := 0; i < helpers; i++ {
-		p.wake[i] <- struct{}{}
-	}
+	p.pending.Store(int32(helpers))
+	p.publish(helpers)
 	p.work(0)
-	for i := 0; i < helpers; i++ {
-		<-p.done
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i%64 == 63 {
+			// A helper pre-empted by another process must get the CPU back.
+			runtime.Gosched()
+		}
 	}
 	p.task = nil
 }
 
+// publish starts a job for helpers 1..helpers and wakes those of them
+// that parked (the others see the new word if they are polling, and
+// return to waiting).
+func (p *Pool) publish(helpers int) {
+	gen := p.job.Load()>>16 + 1
+	p.job.Store(gen<<16 | uint64(helpers))
+	for i := 1; i <= helpers; i++ {
+		h := &p.hs[i]
+		if h.state.Load() == helperParked && h.state.CompareAndSwap(helperParked, helperSpinning) {
+			h.wake <- struct{}{}
+		}
+	}
+}
+
 // Close stops the workers. The pool must not be used afterwards.
 func (p *Pool) Close() {
-	for _, ch := range p.wake {
-		close(ch)
+	if p.threads == 1 {
+		return
 	}
-	p.wake = nil
+	p.closed.Store(true)
+	p.publish(p.threads - 1)
 	p.threads = 1
 }
