@@ -49,7 +49,7 @@ func newGenModelCmd() *cobra.Command {
 	f.IntVar(&o.MaxPos, "max_pos", 2048, "context length")
 	f.Float64Var(&o.YarnFactor, "yarn_factor", 0, "YaRN RoPE scaling factor (0: none)")
 	f.IntVar(&o.YarnOrigCtx, "yarn_orig_ctx", 0, "YaRN: the trained context the factor extends (original_max_position_embeddings)")
-	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, or one of llama.cpp's mixes as llama-quantize writes them (q6_K output, more bits for some layers' attn_v/ffn_down/attn_output): q4_K_M, q5_K_M, q6_K, q3_K_M, q2_K, iq4_xs, iq4_nl, q4_1, q5_0, q5_1; mxfp4_moe (MXFP4 experts, q8_0 elsewhere: gpt-oss's GGUF layout)")
+	f.StringVar(&o.DType, "dtype", "f32", "weight type: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, or one of llama.cpp's mixes as llama-quantize writes them (q6_K output, more bits for some layers' attn_v/ffn_down/attn_output): q4_K_M, q5_K_M, q6_K, q3_K_M, q2_K, iq4_xs, iq4_nl, q4_1, q5_0, q5_1; mxfp4_moe (MXFP4 experts, q8_0 elsewhere: gpt-oss's GGUF layout), mxfp4_f16 (MXFP4 experts, f16 elsewhere: gpt-oss's released checkpoints, --hf_out writes their *_blocks/_scales)")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	f.BoolVar(&o.Tied, "tied", false, "share the output head with the embedding")
 	f.Float64Var(&o.EmbedScale, "embedding_multiplier", 0, "granite: embedding multiplier (0: Granite 3.0's 12)")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lightllm-go/lightllm/pkg/gguf"
+	"github.com/lightllm-go/lightllm/pkg/safetensors"
 	"github.com/lightllm-go/lightllm/pkg/tensor"
 )
 
@@ -37,8 +38,11 @@ import (
 // config.json's experts are transformers' fused tensors
 // (mlp.experts.gate_up_proj [experts x hidden x 2*ffn], gate and up
 // interleaved by column; down_proj [experts x ffn x hidden]), split and
-// transposed at load as llama.cpp's converter does; the MXFP4 form of the
-// original checkpoints (*_blocks/_scales) is not read.
+// transposed at load as llama.cpp's converter does, or the released
+// checkpoints' MXFP4 experts (quantization_config mxfp4:
+// gate_up_proj_blocks [experts x 2*ffn x hidden/32 x 16] and _scales,
+// gate and up the even and odd rows; down_proj_blocks/_scales), whose
+// blocks become ggml's MXFP4 blocks as the converter repacks them.
 func init() {
 	register(&family{name: "gpt-oss", hfType: "gpt_oss", hfClass: "GptOssForCausalLM", ropeNeox: true, qkvBias: true, moe: true,
 		expertBias: true, outBias: true, sinks: true, ffnNorm: "post_attention_norm", lateRows: true,
@@ -92,7 +96,9 @@ func gptossHF(raw []byte, c *Config) error {
 		Window          int      `json:"sliding_window"`
 		LayerTypes      []string `json:"layer_types"`
 		SwigluLimit     *float64 `json:"swiglu_limit"`
-		Quant           any      `json:"quantization_config"`
+		Quant           *struct {
+			Method string `json:"quant_method"`
+		} `json:"quantization_config"`
 	}
 	if err := json.Unmarshal(raw, &hc); err != nil {
 		return fmt.Errorf("config.json: %w", err)
@@ -107,8 +113,8 @@ func gptossHF(raw []byte, c *Config) error {
 		return fmt.Errorf("gpt-oss: sliding_window %d must be positive (llama.cpp's converter requires it)", hc.Window)
 	case hc.SwigluLimit != nil && *hc.SwigluLimit != 7:
 		return fmt.Errorf("gpt-oss: swiglu_limit %v is not supported (llama.cpp fixes it at 7)", *hc.SwigluLimit)
-	case hc.Quant != nil:
-		return fmt.Errorf("gpt-oss: quantization_config (the MXFP4 checkpoint's *_blocks/_scales experts) is not supported; convert it to GGUF or load a dequantized (bf16) checkpoint")
+	case hc.Quant != nil && hc.Quant.Method != "mxfp4":
+		return fmt.Errorf("gpt-oss: quantization_config quant_method %q is not supported (mxfp4: the released checkpoints' *_blocks/_scales experts)", hc.Quant.Method)
 	}
 	c.Experts, c.ExpertsUsed, c.Window = hc.Experts, hc.ExpertsUsed, hc.Window
 	c.LocalLayers, _ = swaPattern(c.Layers, 2)
@@ -159,6 +165,10 @@ func gptossGenHF(cfg map[string]any, o *GenOptions) {
 		types[i] = map[bool]string{true: "sliding_attention", false: "full_attention"}[local]
 	}
 	cfg["layer_types"] = types
+	if mix, ok := ggmlMixes[o.DType]; ok && mix.pick != nil && mix.pick("ffn_gate_exps", 0, o.Layers, 1) == tensor.MXFP4 {
+		cfg["quantization_config"] = map[string]any{"quant_method": "mxfp4",
+			"modules_to_not_convert": []string{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
+	}
 	if o.YarnFactor > 0 {
 		cfg["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": o.YarnFactor, "beta_fast": 32.0, "beta_slow": 1.0,
 			"original_max_position_embeddings": o.YarnOrigCtx, "truncate": false}
@@ -194,8 +204,14 @@ func gptossHFGet(s hfSource, name string) (*rawTensor, bool, error) {
 		src += "_bias"
 	}
 	t, err := s.raw(src)
-	if err != nil || t == nil {
+	if err != nil {
 		return nil, true, err
+	}
+	if t == nil && rest != "bias" {
+		return gptossMXFP4Expert(s, src, kind, rest)
+	}
+	if t == nil {
+		return nil, true, nil
 	}
 	es, _ := t.typ.RowBytes(1) // bytes per value
 	if t.typ.Quantized() || es <= 0 {
@@ -277,6 +293,22 @@ func gptossGenHFTensors(o *GenOptions, ts []genTensor, dt tensor.DType) ([]hfTen
 		sinks := byName[p+"attn_sinks.weight"]
 		custom = append(custom,
 			hfTensor{name: hp + "self_attn.sinks", shape: []int64{int64(o.Heads)}, values: func() []float32 { return rowsOf(sinks, 0, 1) }},
+			hfTensor{name: hp + "mlp.experts.gate_up_proj_bias", shape: []int64{int64(E), int64(2 * F)}, values: func() []float32 {
+				g, u := rowsOf(gb, 0, E), rowsOf(ub, 0, E) // [E x F]
+				out := make([]float32, E*2*F)
+				for i := range g {
+					out[2*i], out[2*i+1] = g[i], u[i]
+				}
+				return out
+			}},
+			hfTensor{name: hp + "mlp.experts.down_proj_bias", shape: []int64{int64(E), int64(H)}, values: func() []float32 { return rowsOf(db, 0, E) }})
+		if o.typeOf(gate, dt) == tensor.MXFP4 {
+			// The released checkpoints' layout: [experts x out x blocks x 16].
+			custom = append(custom, gptossMXFP4HF(o, hp+"mlp.experts.gate_up_proj", rowsOf, []*genTensor{gate, up}, F, H)...)
+			custom = append(custom, gptossMXFP4HF(o, hp+"mlp.experts.down_proj", rowsOf, []*genTensor{down}, H, F)...)
+			continue
+		}
+		custom = append(custom,
 			hfTensor{name: hp + "mlp.experts.gate_up_proj", shape: []int64{int64(E), int64(H), int64(2 * F)}, values: func() []float32 {
 				out := make([]float32, E*H*2*F)
 				for e := 0; e < E; e++ {
@@ -301,16 +333,122 @@ func gptossGenHFTensors(o *GenOptions, ts []genTensor, dt tensor.DType) ([]hfTen
 					}
 				}
 				return out
-			}},
-			hfTensor{name: hp + "mlp.experts.gate_up_proj_bias", shape: []int64{int64(E), int64(2 * F)}, values: func() []float32 {
-				g, u := rowsOf(gb, 0, E), rowsOf(ub, 0, E) // [E x F]
-				out := make([]float32, E*2*F)
-				for i := range g {
-					out[2*i], out[2*i+1] = g[i], u[i]
-				}
-				return out
-			}},
-			hfTensor{name: hp + "mlp.experts.down_proj_bias", shape: []int64{int64(E), int64(H)}, values: func() []float32 { return rowsOf(db, 0, E) }})
+			}})
 	}
 	return custom, rest
+}
+
+// gptossMXFP4HF writes the experts of parts (one: down; two: gate and up,
+// interleaved by row) as MXFP4 _blocks and _scales tensors, rows of width
+// cols, each part rows rows per expert.
+func gptossMXFP4HF(o *GenOptions, name string, rowsOf func(*genTensor, int, int) []float32, parts []*genTensor, rows, cols int) []hfTensor {
+	E, n, nb := o.Experts, len(parts), cols/32
+	enc := func() ([]byte, []byte) {
+		all := make([]byte, 0, E*n*rows*nb*17)
+		for e := 0; e < E; e++ {
+			vals := make([][]float32, n)
+			for i, pt := range parts {
+				vals[i] = rowsOf(pt, e*rows, rows)
+			}
+			for r := 0; r < rows; r++ {
+				for i := range parts {
+					b, err := tensor.Quantize(tensor.MXFP4, vals[i][r*cols:(r+1)*cols])
+					if err != nil {
+						panic(fmt.Sprintf("gen-model: %s: %v", name, err)) // row lengths were validated
+					}
+					all = append(all, b...)
+				}
+			}
+		}
+		return gptossMXFP4Blocks(all, E*n*rows, nb)
+	}
+	return []hfTensor{
+		{name: name + "_blocks", shape: []int64{int64(E), int64(n * rows), int64(nb), 16}, dtype: safetensors.U8,
+			raw: func() []byte { b, _ := enc(); return b }},
+		{name: name + "_scales", shape: []int64{int64(E), int64(n * rows), int64(nb)}, dtype: safetensors.U8,
+			raw: func() []byte { _, s := enc(); return s }},
+	}
+}
+
+// gptossMXFP4Expert reads expert rest ("E.weight") of kind from the MXFP4
+// form of src (src_blocks [experts x rows x blocks x 16] and src_scales
+// [experts x rows x blocks], U8; rows are outputs, gate_up's interleaved),
+// as ggml MXFP4 rows: per block the E8M0 scale, then 16 bytes whose byte j
+// holds values j (low nibble) and j+16 (high) — the checkpoint's byte k
+// holds values 2k and 2k+1 (llama.cpp's transform_nibble_layout).
+func gptossMXFP4Expert(s hfSource, src, kind, rest string) (*rawTensor, bool, error) {
+	var e int
+	if _, err := fmt.Sscanf(rest, "%d.weight", &e); err != nil {
+		return nil, false, nil
+	}
+	blocks, bshape, err := gptossU8(s, src+"_blocks")
+	if err != nil || blocks == nil {
+		return nil, true, err
+	}
+	scales, sshape, err := gptossU8(s, src+"_scales")
+	if err != nil || scales == nil {
+		return nil, true, err
+	}
+	if len(bshape) != 4 || bshape[3] != 16 || len(sshape) != 3 || sshape[0] != bshape[0] || sshape[1] != bshape[1] ||
+		sshape[2] != bshape[2] || e < 0 || e >= bshape[0] || (kind != "ffn_down_exps" && bshape[1]%2 != 0) {
+		return nil, true, fmt.Errorf("%s: tensors %s_blocks %v / _scales %v are not MXFP4 experts (expert %d)", s.dir, src, bshape, sshape, e)
+	}
+	outer, nb := bshape[1], bshape[2]
+	step, par, rows := 1, 0, outer
+	if kind != "ffn_down_exps" {
+		step, rows = 2, outer/2
+		if kind == "ffn_up_exps" {
+			par = 1
+		}
+	}
+	out := make([]byte, rows*nb*17)
+	for r := 0; r < rows; r++ {
+		sr := e*outer + step*r + par // the checkpoint's row
+		for b := 0; b < nb; b++ {
+			blk := out[(r*nb+b)*17:][:17]
+			blk[0] = scales[sr*nb+b]
+			hf := blocks[(sr*nb+b)*16:][:16]
+			nib := func(i int) byte { return hf[i/2] >> (4 * (i % 2)) & 0xF }
+			for j := 0; j < 16; j++ {
+				blk[1+j] = nib(j) | nib(j+16)<<4
+			}
+		}
+	}
+	return &rawTensor{name: src + "_blocks", typ: tensor.MXFP4, shape: []int{rows, nb * 32}, data: out}, true, nil
+}
+
+// gptossU8 returns a U8 tensor's bytes and shape (nil if absent).
+func gptossU8(s hfSource, name string) ([]byte, []int, error) {
+	info, data, f, ok := s.set.Tensor(name)
+	if !ok {
+		return nil, nil, nil
+	}
+	if info.DType != safetensors.U8 {
+		return nil, nil, fmt.Errorf("%s: tensor %q has dtype %s, want U8", f.Path, name, info.DType)
+	}
+	shape := make([]int, len(info.Shape))
+	for i, d := range info.Shape {
+		shape[i] = int(d)
+	}
+	return data, shape, nil
+}
+
+// gptossMXFP4Blocks is the inverse for gen-model: rows of ggml MXFP4
+// blocks (17 bytes each, nb per row) as the checkpoint's blocks and scales.
+func gptossMXFP4Blocks(enc []byte, rows, nb int) (blocks, scales []byte) {
+	blocks, scales = make([]byte, rows*nb*16), make([]byte, rows*nb)
+	for i := 0; i < rows*nb; i++ {
+		blk := enc[i*17:][:17]
+		scales[i] = blk[0]
+		val := func(j int) byte { // ggml: value j < 16 low nibble of qs[j], j+16 its high one
+			if j < 16 {
+				return blk[1+j] & 0xF
+			}
+			return blk[1+j-16] >> 4
+		}
+		for k := 0; k < 16; k++ {
+			blocks[i*16+k] = val(2*k) | val(2*k+1)<<4
+		}
+	}
+	return blocks, scales
 }

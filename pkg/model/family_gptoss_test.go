@@ -73,7 +73,7 @@ func TestGptOssConfig(t *testing.T) {
 		{`"swiglu_limit": 8`, "swiglu_limit 8 is not supported"},
 		{`"sliding_window": 0`, "sliding_window 0 must be positive"},
 		{`"layer_types": ["full_attention", "sliding_attention"]`, "not the alternating sliding/full pattern"},
-		{`"quantization_config": {"quant_method": "mxfp4"}`, "quantization_config"},
+		{`"quantization_config": {"quant_method": "gptq"}`, `quant_method "gptq" is not supported`},
 		{`"num_local_experts": 0`, "must be positive"},
 	} {
 		raw := []byte(`{"num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": 128, ` + tc.edit + `}`)
@@ -115,4 +115,16 @@ func TestGptOssMXFP4LlamaCpp(t *testing.T) {
 	checkFamilyFixture(t, familyFixture{opts: gptossFixture,
 		runs:  map[string]string{"mxfp4_moe": "llamacpp_gptoss_mxfp4_moe.jsonl"},
 		forms: []string{"gguf-mxfp4_moe"}})
+}
+
+// TestGptOssMXFP4CheckpointLlamaCpp: the layout of gpt-oss's released
+// checkpoints — MXFP4 experts (quantization_config mxfp4,
+// gate_up_proj_blocks/_scales, down_proj_blocks/_scales), the rest 16-bit —
+// read from the HF form gives llama.cpp's tokens on the GGUF its converter
+// writes from such a checkpoint (MXFP4 experts copied, f16 elsewhere), and
+// so does that GGUF.
+func TestGptOssMXFP4CheckpointLlamaCpp(t *testing.T) {
+	checkFamilyFixture(t, familyFixture{opts: gptossFixture,
+		runs:  map[string]string{"mxfp4_f16": "llamacpp_gptoss_mxfp4_f16.jsonl"},
+		forms: []string{"gguf-mxfp4_f16", "hf-mxfp4_f16"}})
 }

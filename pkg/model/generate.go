@@ -186,6 +186,16 @@ var ggmlMixes = map[string]ggmlMix{
 		}
 		return tensor.Q8_0
 	}},
+	// What llama.cpp's converter writes from gpt-oss's released (MXFP4)
+	// checkpoints with --outtype f16: the experts' MXFP4 blocks copied,
+	// every other matrix f16; gen-model's HF form of it is such a
+	// checkpoint (quantization_config mxfp4, *_blocks/_scales experts).
+	"mxfp4_f16": {tensor.F16, 1, func(kind string, _, _, _ int) tensor.DType {
+		if strings.HasSuffix(kind, "_exps") {
+			return tensor.MXFP4
+		}
+		return tensor.F16
+	}},
 	"q4_1": {tensor.Q4_1, 3, nil},
 	"q5_0": {tensor.Q5_0, 8, nil},
 	"q5_1": {tensor.Q5_1, 9, nil},
@@ -240,8 +250,10 @@ func (o *GenOptions) typeOf(t *genTensor, dt tensor.DType) tensor.DType {
 		return hfStoreType(dt)
 	}
 	if t.name == "output.weight" || (o.Tied && t.name == "token_embd.weight") {
-		if mix.base == tensor.Q8_0 {
-			return tensor.Q8_0 // llama-quant.cpp: q6_K unless the type is q8_0 already
+		if mix.base == tensor.Q8_0 || !mix.base.Quantized() {
+			// llama-quant.cpp: q6_K unless the type is q8_0 already; the
+			// converter's f16.
+			return mix.base
 		}
 		return tensor.Q6_K
 	}
@@ -266,6 +278,10 @@ type hfTensor struct {
 	name   string
 	shape  []int64
 	values func() []float32
+	// raw, when set, gives the tensor's bytes of type dtype instead
+	// (gpt-oss's MXFP4 blocks and scales, U8).
+	raw   func() []byte
+	dtype safetensors.DType
 }
 
 // genTensor is one weight of a generated model, named as in GGUF.
@@ -602,6 +618,14 @@ func GenerateHF(dir string, o GenOptions) error {
 		custom, ts = fam.genHFTensors(&o, ts, dt)
 		for _, ct := range custom {
 			ct := ct
+			if ct.raw != nil {
+				wts = append(wts, safetensors.WriteTensor{Name: ct.name, DType: ct.dtype, Shape: ct.shape,
+					Fill: func(out io.Writer) error {
+						_, err := out.Write(ct.raw())
+						return err
+					}})
+				continue
+			}
 			wts = append(wts, safetensors.WriteTensor{Name: ct.name, DType: stDType, Shape: ct.shape,
 				Fill: func(out io.Writer) error {
 					enc, err := tensor.Quantize(hfType, ct.values())
