@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/lightllm-go/lightllm/pkg/engine"
@@ -20,7 +21,8 @@ import (
 // windows), prefilled in 64-token chunks (llama.cpp ran 512: the tokens
 // do not depend on chunk boundaries), while those layers hold at most
 // window - 1 + chunk slots whatever the prompt's length: their part of the
-// store is that many slots, not the pool's.
+// store is that many slots, not the pool's — at a 4096-token prompt too,
+// whose tokens are the full store's.
 func TestGptOssWindowKVLlamaCpp(t *testing.T) {
 	const window, chunk, maxTotal = 32, 64, 1024
 	path := filepath.Join(t.TempDir(), "gpt-oss.gguf")
@@ -95,4 +97,24 @@ func TestGptOssWindowKVLlamaCpp(t *testing.T) {
 	if len(runs) < 20 || long < 10 {
 		t.Fatalf("%d runs with tokens, %d longer than four windows; want >= 20 and >= 10", len(runs), long)
 	}
+	// A prompt of 128 windows: the same tokens as with every position's
+	// local K/V kept, the local layers still at window - 1 + chunk slots.
+	const longLen = 4096
+	params := sampler.DefaultParams()
+	params.MaxNewTokens, params.IgnoreEOS = 32, true
+	req := engine.Request{ID: 1, Prompt: prompt(11, longLen), Params: params}
+	opts := engine.Options{MaxTotalTokens: longLen + 64, MaxReqTotalLen: longLen + 64, ChunkedPrefillSize: chunk, BatchMaxTokens: chunk,
+		DisablePromptCache: true}
+	got, st := runSchedule(t, m, opts, nil, [][]engine.Request{{req}})
+	full := opts
+	full.FullWindowKV = true
+	want, fst := runSchedule(t, m, full, nil, [][]engine.Request{{req}})
+	if !slices.Equal(got[1], want[1]) || st.KVLocalPeak == 0 || st.KVLocalPeak > window-1+chunk {
+		t.Fatalf("%d-token prompt: windowed KV %v (%d local slots at most), full %v", longLen, got[1], st.KVLocalPeak, want[1])
+	}
+	perSlot := fst.KVBytes / (4 * int64(opts.MaxTotalTokens))
+	if wantMax := perSlot * int64(2*opts.MaxTotalTokens+2*(st.KVLocalPeak*5/4+64)); st.KVBytes > wantMax {
+		t.Errorf("%d-token prompt: windowed store %d bytes, want <= %d (full %d)", longLen, st.KVBytes, wantMax, fst.KVBytes)
+	}
+	t.Logf("%d-token prompt + 32 generated: KV %d bytes windowed (%d local slots at most), %d full", longLen, st.KVBytes, st.KVLocalPeak, fst.KVBytes)
 }
