@@ -14,7 +14,8 @@ import (
 // harmonyTemplate frames messages as gpt-oss's template does (a reduced
 // form: enough for the server to detect the harmony format and to end the
 // prompt with the assistant's start).
-const harmonyTemplate = `{% for m in messages %}{% if m.role == 'assistant' %}<|start|>assistant<|channel|>final<|message|>` +
+const harmonyTemplate = `{% if tools %}<|start|>developer<|message|>{% for t in tools %}{{ t.function.name }} {% endfor %}<|end|>{% endif %}` +
+	`{% for m in messages %}{% if m.role == 'assistant' %}<|start|>assistant<|channel|>final<|message|>` +
 	`{% else %}<|start|>{{ m.role }}<|message|>{% endif %}{{ m.content }}<|end|>{% endfor %}<|start|>assistant`
 
 // startHarmony serves a fake model with gpt-oss's tokenizer (its channel
@@ -61,11 +62,41 @@ func TestHarmonyReasoning(t *testing.T) {
 	for _, tc := range []struct{ extra, param string }{
 		{`,"thinking_token_budget":10`, "thinking_token_budget"},
 		{`,"response_format":{"type":"json_object"}`, "response_format"},
-		{`,"tools":[` + weatherTool + `]`, "tools"},
+		{`,"tools":[` + weatherTool + `],"tool_choice":"required"`, "tool_choice"},
+		{`,"tools":[` + weatherTool + `],"tool_choice":{"type":"function","function":{"name":"get_weather"}}`, "tool_choice"},
+		{`,"tools":[` + strings.Replace(weatherTool, `"name":"get_weather",`, `"name":"get_weather","strict":true,`, 1) + `]`, "tools"},
 	} {
 		r := ts.post(t, "/v1/chat/completions", body+tc.extra+`}`)
 		if r.status != 400 || !strings.Contains(string(r.body), `"param":"`+tc.param+`"`) || !strings.Contains(string(r.body), "gpt-oss") {
 			t.Errorf("%s: %d %s", tc.param, r.status, r.body)
 		}
+	}
+}
+
+// TestHarmonyToolCalls: a message gpt-oss addresses to functions.NAME
+// (commentary channel, ended by <|call|>) is a tool call with its body as
+// the arguments, whole and streamed; the template is given the tools.
+func TestHarmonyToolCalls(t *testing.T) {
+	ts := startHarmony(t, "<|channel|>analysis<|message|>Need the weather.<|end|>"+
+		"<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"+`{"city":"Oslo"}`+"<|call|>")
+	body := `{"messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[` + weatherTool + `]`
+	out := decode[chatOut](t, ts.post(t, "/v1/chat/completions", body+`}`).body)
+	c := out.Choices[0]
+	if len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Name != "get_weather" ||
+		c.Message.ToolCalls[0].Function.Arguments != `{"city":"Oslo"}` || c.Message.ToolCalls[0].Type != "function" ||
+		!strings.HasPrefix(c.Message.ToolCalls[0].ID, "call_") {
+		t.Fatalf("tool calls %+v", c.Message.ToolCalls)
+	}
+	if c.FinishReason != "tool_calls" || deref(c.Message.ReasoningContent) != "Need the weather." || deref(c.Message.Content) != "" {
+		t.Fatalf("finish %q reasoning %q content %q", c.FinishReason, deref(c.Message.ReasoningContent), deref(c.Message.Content))
+	}
+	prompt := ts.tok.Decode(ts.be.Submitted()[0].Prompt, false)
+	if !strings.Contains(prompt, "<|start|>developer<|message|>get_weather <|end|>") {
+		t.Fatalf("the template was not given the tools: %q", prompt)
+	}
+	s := assembleStream(t, ts.post(t, "/v1/chat/completions", body+`,"stream":true}`).body)
+	if len(s.names) != 1 || s.names[0] != "get_weather" || s.args[0] != `{"city":"Oslo"}` || s.finish != "tool_calls" ||
+		s.reasoning != "Need the weather." || s.content != "" {
+		t.Fatalf("stream %+v", s)
 	}
 }

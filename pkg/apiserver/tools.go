@@ -332,7 +332,7 @@ func (s *Server) applyTools(tr *toolRequest, req *chatRequest, msgs *[]chattmpl.
 		return nil
 	}
 	if req.output.reasoning == chatout.HarmonyParser {
-		return unsupported("tools", "tool calls in gpt-oss's harmony format (the commentary channel) are not supported yet")
+		return harmonyTools(tr, req, extra)
 	}
 	parser := s.toolParserFor()
 	if parser == "" {
@@ -361,6 +361,31 @@ func (s *Server) applyTools(tr *toolRequest, req *chatRequest, msgs *[]chattmpl.
 		req.constraint = newConstraint(grammar.Spec{Kind: grammar.KindJSONSchema, Text: tr.callsSchema(parser, false)})
 		req.constraint.Trigger = chatout.ToolTrigger(parser)
 	}
+	req.tools = tr
+	return nil
+}
+
+// harmonyTools offers tools to gpt-oss: its template renders them and its
+// calls are messages to "functions.NAME" in the harmony channels, read by
+// the harmony parser. A call cannot be forced or constrained there yet
+// (the grammar would have to let the analysis channel come first), so
+// tool_choice "required" or a named function, and strict tools, are
+// refused by name.
+func harmonyTools(tr *toolRequest, req *chatRequest, extra *chattmpl.Map) *apiError {
+	if tr.forced() {
+		return unsupported("tool_choice", "a required or named tool_choice is not supported for gpt-oss's harmony format "+
+			"(its calls cannot be forced yet); send \"auto\"")
+	}
+	if tr.anyStrict() {
+		return unsupported("tools", "strict tools are not supported for gpt-oss's harmony format "+
+			"(its calls cannot be constrained yet); drop \"strict\"")
+	}
+	if req.constraint != nil {
+		return invalidValue("response_format", "a structured output constraint cannot be combined with tools; "+
+			"send tool_choice \"none\" or drop the constraint")
+	}
+	req.output.tools = chatout.HarmonyParser
+	extra.Set("tools", tr.templateTools())
 	req.tools = tr
 	return nil
 }

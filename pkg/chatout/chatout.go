@@ -48,6 +48,7 @@ type Config struct {
 	// Reasoning is a reasoning parser name (ReasoningParsers).
 	Reasoning string
 	// Tools is a tool call parser name (ToolParsers); "" parses no calls.
+	// With the harmony reasoning parser it is HarmonyParser or "".
 	Tools string
 	// ThinkingOpen: the prompt already opened a thinking block (it ends in
 	// "<think>" with no "</think>" after it), so output starts as reasoning.
@@ -71,11 +72,21 @@ type Parser struct {
 // New checks cfg and returns a parser.
 func New(cfg Config) (*Parser, error) {
 	p := &Parser{}
+	id := cfg.CallID
+	if id == nil {
+		id = func(i int) string { return fmt.Sprintf("call_%d", i) }
+	}
 	if cfg.Reasoning == HarmonyParser {
-		if cfg.Tools != "" {
+		// gpt-oss writes its tool calls in its own channels: Tools is
+		// HarmonyParser too, or none.
+		if cfg.Tools != "" && cfg.Tools != HarmonyParser {
 			return nil, fmt.Errorf("reasoning parser %s: gpt-oss writes its tool calls in its own channels, which tool call parser %q cannot read", HarmonyParser, cfg.Tools)
 		}
+		if cfg.InCall {
+			return nil, fmt.Errorf("reasoning parser %s: a call cannot be forced in the harmony format", HarmonyParser)
+		}
 		p.h = newHarmony(cfg.ThinkingOpen)
+		p.h.tools, p.h.callID = cfg.Tools == HarmonyParser, id
 		return p, nil
 	}
 	if cfg.Reasoning != "" {
@@ -89,10 +100,6 @@ func New(cfg Config) (*Parser, error) {
 		f, ok := toolFormats[cfg.Tools]
 		if !ok {
 			return nil, fmt.Errorf("unknown tool call parser %q (have %s)", cfg.Tools, strings.Join(ToolParsers(), ", "))
-		}
-		id := cfg.CallID
-		if id == nil {
-			id = func(i int) string { return fmt.Sprintf("call_%d", i) }
 		}
 		p.t = newToolMachine(f, id, cfg.InCall)
 	}

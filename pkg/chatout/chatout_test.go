@@ -149,6 +149,18 @@ func TestParse(t *testing.T) {
 		{"harmony unframed", Config{Reasoning: HarmonyParser}, "Plain answer <|end|>", result{Content: "Plain answer <|end|>"}},
 		{"harmony open prompt", Config{Reasoning: HarmonyParser, ThinkingOpen: true},
 			"more thought<|end|><|start|>assistant<|channel|>final<|message|>ok", result{Reasoning: "more thought", Content: "ok"}},
+		{"harmony call", Config{Reasoning: HarmonyParser, Tools: HarmonyParser},
+			"<|channel|>analysis<|message|>look it up<|end|><|start|>assistant<|channel|>commentary to=functions.search <|constrain|>json<|message|>{\"q\": \"x <|end\"}<|call|>",
+			result{Reasoning: "look it up", Calls: []Call{call(0, "search", `{"q": "x <|end"}`)}}},
+		{"harmony preamble and two calls", Config{Reasoning: HarmonyParser, Tools: HarmonyParser},
+			"<|channel|>commentary<|message|>Checking both.<|end|>" +
+				"<|start|>assistant<|channel|>commentary to=functions.a <|constrain|>json<|message|>{}<|call|>" +
+				"<|start|>assistant to=functions.b<|channel|>commentary json<|message|>{\"n\": 1}<|call|>",
+			result{Content: "Checking both.", Calls: []Call{call(0, "a", `{}`), call(1, "b", `{"n": 1}`)}}},
+		{"harmony call to a non-function", Config{Reasoning: HarmonyParser, Tools: HarmonyParser},
+			"<|channel|>commentary to=browser.search<|message|>{}<|call|>", result{Content: "{}"}},
+		{"harmony call cut short", Config{Reasoning: HarmonyParser, Tools: HarmonyParser},
+			"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": ", result{Calls: []Call{call(0, "f", `{"a": `)}}},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range cases {

@@ -12,9 +12,11 @@ import "strings"
 // "<|start|>assistant"). The analysis channel is reasoning; final and
 // commentary without a recipient (a preamble the user may see) are
 // content, as llama.cpp's gpt-oss parser reads them. A message addressed
-// to a tool (" to=functions.NAME" in its header) is a tool call; this
-// server does not offer tools to gpt-oss (the request is refused), so an
-// unsolicited call's text is passed on as content rather than dropped.
+// to a function (" to=functions.NAME" in its header, usually on the
+// commentary channel, ended by <|call|>) is a tool call when the request
+// offered tools (Config.Tools HarmonyParser): its body is the arguments.
+// Without tools an unsolicited call's text is passed on as content rather
+// than dropped.
 // The markers are special tokens: the server keeps them in the text it
 // parses (skip_special_tokens off) unless the request says otherwise.
 const HarmonyParser = "gpt-oss"
@@ -46,10 +48,14 @@ type harmony struct {
 	reason  bool // the current body is reasoning (else content)
 	seen    bool // a header was read (framing established)
 	pending string
+	tools   bool             // function messages are tool calls
+	callID  func(int) string // names call i
+	call    int              // the call the current body is the arguments of, or -1
+	calls   int              // calls started
 }
 
 func newHarmony(open bool) *harmony {
-	h := &harmony{}
+	h := &harmony{call: -1}
 	if open {
 		// The prompt ends inside an analysis message (a continued turn).
 		h.st, h.reason, h.seen = hBody, true, true
@@ -63,7 +69,13 @@ func (h *harmony) push(text string, p *Parser) {
 		switch h.st {
 		case hHeader:
 			if i := strings.Index(h.pending, harmonyMessage); i >= 0 {
-				h.reason = harmonyReasoning(h.pending[:i])
+				header := h.pending[:i]
+				h.reason = harmonyReasoning(header)
+				if name, ok := strings.CutPrefix(harmonyRecipient(header), "functions."); ok && h.tools && name != "" {
+					h.call = h.calls
+					h.calls++
+					p.emit(Event{Kind: CallStart, Index: h.call, ID: h.callID(h.call), Name: name})
+				}
 				h.pending, h.st, h.seen = h.pending[i+len(harmonyMessage):], hBody, true
 				continue
 			}
@@ -83,7 +95,7 @@ func (h *harmony) push(text string, p *Parser) {
 			}
 			if end >= 0 {
 				h.emit(h.pending[:end], p)
-				h.pending, h.st = h.pending[end+n:], hHeader
+				h.pending, h.st, h.call = h.pending[end+n:], hHeader, -1
 				continue
 			}
 			hold := holdBack(h.pending, harmonyEnds...)
@@ -99,9 +111,14 @@ func (h *harmony) push(text string, p *Parser) {
 }
 
 func (h *harmony) emit(text string, p *Parser) {
-	if h.reason {
+	switch {
+	case h.call >= 0:
+		if text != "" {
+			p.emit(Event{Kind: CallArgs, Index: h.call, Text: text})
+		}
+	case h.reason:
 		p.reasoning(text)
-	} else {
+	default:
 		p.content(text, false)
 	}
 }
@@ -118,6 +135,20 @@ func (h *harmony) finish(p *Parser) {
 		p.content(h.pending, false)
 	}
 	h.pending = ""
+}
+
+// harmonyRecipient is the recipient a message header names (" to=X",
+// before or after its channel), or "".
+func harmonyRecipient(header string) string {
+	i := strings.Index(header, " to=")
+	if i < 0 {
+		return ""
+	}
+	r := header[i+len(" to="):]
+	if j := strings.IndexAny(r, " <"); j >= 0 {
+		r = r[:j]
+	}
+	return r
 }
 
 // harmonyReasoning reports whether a message header opens reasoning: the
