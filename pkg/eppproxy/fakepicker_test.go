@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,8 +36,9 @@ type fakePicker struct {
 	// status, when set, ends every call at once with this gRPC status.
 	status string
 
-	mu   sync.Mutex
-	seen []fakeCall
+	mu      sync.Mutex
+	seen    []fakeCall
+	started int // calls begun: a call's seq
 }
 
 // fakeCall records what one Process call carried.
@@ -48,6 +50,7 @@ type fakeCall struct {
 	respEOS      bool
 	served       string
 	protocolMode [2]uint64
+	seq          int // the order the call began in
 }
 
 func newFakePicker(t *testing.T) *fakePicker {
@@ -79,8 +82,10 @@ func newTLSFakePicker(t *testing.T) *fakePicker {
 	return f
 }
 
-// calls waits (up to 5 s) for n calls to have ended and returns them all;
-// the proxy ends a call after the client's response is complete.
+// calls waits (up to 5 s) for n calls to have ended and returns them all
+// in the order they began; the proxy ends a call after the client's
+// response is complete, so calls can end in another order than they began
+// (a call of an earlier request may end after the next request's call).
 func (f *fakePicker) calls(n int) []fakeCall {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -88,6 +93,7 @@ func (f *fakePicker) calls(n int) []fakeCall {
 		got := append([]fakeCall(nil), f.seen...)
 		f.mu.Unlock()
 		if len(got) >= n || time.Now().After(deadline) {
+			slices.SortFunc(got, func(a, b fakeCall) int { return a.seq - b.seq })
 			return got
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -116,6 +122,10 @@ func (f *fakePicker) serve(w http.ResponseWriter, r *http.Request) {
 		rc.Flush()
 	}
 	var call fakeCall
+	f.mu.Lock()
+	call.seq = f.started
+	f.started++
+	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.seen = append(f.seen, call)
