@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -22,19 +23,19 @@ type Task interface {
 // pass's end the helpers park, so an idle engine uses no CPU.
 const spinFor = 50 * time.Microsecond
 
-// Helper states.
-const (
-	helperSpinning int32 = iota // polling gen
-	helperParked                // blocked on its wake channel
-)
-
 // Pool is a fixed set of worker goroutines that live as long as the pool,
 // so a forward pass does not create goroutines. Run is not reentrant: one
 // goroutine drives the pool at a time.
 type Pool struct {
 	threads int
-	hs      []poolHelper
 	closed  atomic.Bool // set by Close before it publishes the last job
+
+	// Parking: a helper that polled spinFor without a new job waits on
+	// cond; publish stores the job word under mu and wakes them, so no
+	// wake-up is lost between a helper's last poll and its wait.
+	mu     sync.Mutex
+	cond   sync.Cond
+	parked int // helpers waiting on cond
 
 	// The current job: written by Run before it publishes job, read only
 	// by the helpers taking part, which Run waits for before it writes
@@ -47,20 +48,15 @@ type Pool struct {
 	pending atomic.Int32  // helpers of the current job not yet done
 }
 
-type poolHelper struct {
-	state atomic.Int32
-	wake  chan struct{}
-}
-
 // NewPool starts a pool of threads workers (the caller's goroutine counts
 // as one). threads <= 0 means GOMAXPROCS.
 func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads, hs: make([]poolHelper, threads)}
+	p := &Pool{threads: threads}
+	p.cond.L = &p.mu
 	for i := 1; i < threads; i++ {
-		p.hs[i].wake = make(chan struct{}, 1)
 		go p.helper(i)
 	}
 	return p
@@ -70,10 +66,9 @@ func NewPool(threads int) *Pool {
 func (p *Pool) Threads() int { return p.threads }
 
 func (p *Pool) helper(worker int) {
-	h := &p.hs[worker]
 	var seen uint64
 	for {
-		j := p.await(h, seen)
+		j := p.await(seen)
 		if p.closed.Load() {
 			return
 		}
@@ -86,8 +81,8 @@ func (p *Pool) helper(worker int) {
 }
 
 // await returns the first job word after seen: it polls for spinFor,
-// then parks until Run wakes it.
-func (p *Pool) await(h *poolHelper, seen uint64) uint64 {
+// then parks until publish wakes it.
+func (p *Pool) await(seen uint64) uint64 {
 	start := time.Now()
 	for i := 0; ; i++ {
 		if j := p.job.Load(); j != seen {
@@ -102,14 +97,15 @@ func (p *Pool) await(h *poolHelper, seen uint64) uint64 {
 			runtime.Gosched()
 		}
 	}
-	h.state.Store(helperParked)
-	// Run may have published a job between the last poll and the store:
-	// whoever moves the state back from parked owns the wake-up.
-	if j := p.job.Load(); j != seen && h.state.CompareAndSwap(helperParked, helperSpinning) {
-		return j
+	p.mu.Lock()
+	for p.job.Load() == seen {
+		p.parked++
+		p.cond.Wait()
+		p.parked--
 	}
-	<-h.wake
-	return p.job.Load()
+	j := p.job.Load()
+	p.mu.Unlock()
+	return j
 }
 
 func (p *Pool) work(worker int) {
@@ -153,18 +149,16 @@ func (p *Pool) Run(t Task, n, grain int) {
 	p.task = nil
 }
 
-// publish starts a job for helpers 1..helpers and wakes those of them
-// that parked (the others see the new word if they are polling, and
-// return to waiting).
+// publish starts a job for helpers 1..helpers and wakes the helpers that
+// parked (those not taking part see the word and return to waiting).
 func (p *Pool) publish(helpers int) {
+	p.mu.Lock()
 	gen := p.job.Load()>>16 + 1
 	p.job.Store(gen<<16 | uint64(helpers))
-	for i := 1; i <= helpers; i++ {
-		h := &p.hs[i]
-		if h.state.Load() == helperParked && h.state.CompareAndSwap(helperParked, helperSpinning) {
-			h.wake <- struct{}{}
-		}
+	if p.parked > 0 {
+		p.cond.Broadcast()
 	}
+	p.mu.Unlock()
 }
 
 // Close stops the workers. The pool must not be used afterwards.
