@@ -347,8 +347,16 @@ func TestOptionalPusher(t *testing.T) {
 		}
 		pull.Close()
 	}
-	if sent, _ := push.Stats(); sent < 2 {
-		t.Fatalf("sent %d", sent)
+	// The writer counts a frame sent once its write returns, which can be
+	// after the puller has it (CI under -race saw 1 of 2): wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		sent, _ := push.Stats()
+		if sent >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sent %d, want >= 2 (both rounds arrived)", sent)
+		}
 	}
 }
 
