@@ -44,9 +44,13 @@ type Pool struct {
 	total   int
 	chunk   int
 	next    atomic.Int64
-	job     atomic.Uint64 // generation<<16 | how many helpers (1..n) take part
+	job     atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) take part
 	pending atomic.Int32  // helpers of the current job not yet done
 }
+
+// jobGenShift places a job's generation above its helper count in the
+// job word, so a helper reads both in one load.
+const jobGenShift = 16
 
 // NewPool starts a pool of threads workers (the caller's goroutine counts
 // as one). threads <= 0 means GOMAXPROCS.
@@ -73,7 +77,7 @@ func (p *Pool) helper(worker int) {
 			return
 		}
 		seen = j
-		if worker <= int(j&0xffff) {
+		if worker <= int(j&(1<<jobGenShift-1)) {
 			p.work(worker)
 			p.pending.Add(-1)
 		}
@@ -153,8 +157,8 @@ func (p *Pool) Run(t Task, n, grain int) {
 // parked (those not taking part see the word and return to waiting).
 func (p *Pool) publish(helpers int) {
 	p.mu.Lock()
-	gen := p.job.Load()>>16 + 1
-	p.job.Store(gen<<16 | uint64(helpers))
+	gen := p.job.Load()>>jobGenShift + 1
+	p.job.Store(gen<<jobGenShift | uint64(helpers))
 	if p.parked > 0 {
 		p.cond.Broadcast()
 	}
