@@ -13,6 +13,14 @@
 #        LLAMACPP_REF=/tmp/llamacpp-ref      node-llama-cpp install (made by
 #                                            ../shared/tools/llamacpp-ref/setup.sh if absent)
 #        OUT=FILE                            also write every raw JSON line there
+#        LLAMACPP_MMAP=0                     1: llama.cpp maps the file (its default); 0: it reads the
+#                                            weights into memory (--no-mmap; scripts/llamacpp/bench.mjs).
+#                                            0 by default: these VMs drop the page cache of a multi-GB
+#                                            file within minutes, so a mapped q5_K/q6_K model (which
+#                                            llama.cpp does not repack into its own memory) is re-read
+#                                            from disk on every token (1.8 instead of 17 tok/s at 1B).
+#                                            Its peak RSS with a mapped file (what a default llama.cpp
+#                                            shows) is larger: run with 1 for that figure.
 #        LLAMACPP_SEQS=1                     llama.cpp's sequence counts (default SEQS): its
 #                                            multi-sequence rounds through node-llama-cpp take
 #                                            minutes (x16 ~2 tok/s) and no target uses them
@@ -31,6 +39,7 @@ DTYPES=${DTYPES:-"q8_0 q4_0 f16"}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 OUT=${OUT:-}
 LLAMACPP_SEQS=${LLAMACPP_SEQS:-$SEQS}
+export LLAMACPP_MMAP=${LLAMACPP_MMAP:-0}
 # TinyLlama-1.1B's shape.
 SHAPE=(--arch llama --hidden 2048 --layers 22 --heads 32 --kv_heads 4 --ffn 5632 --vocab 32000)
 
@@ -50,6 +59,15 @@ if [ ! -d "$REF/node_modules/node-llama-cpp" ]; then
 		log "llama.cpp reference not found ($REF) and no setup script: measuring ours only"
 		REF=""
 	fi
+fi
+
+# bench.mjs with the weights read into memory (node resolves node-llama-cpp
+# from the script's folder, so it runs from the reference install).
+REFBENCH=""
+if [ -n "$REF" ]; then
+	REFBENCH="$REF/bench-nommap.mjs"
+	cp scripts/llamacpp/bench.mjs "$REFBENCH"
+	log "llama.cpp weights: $([ "$LLAMACPP_MMAP" = 1 ] && echo "mapped from the file" || echo "read into memory (--no-mmap)")"
 fi
 
 raw=$(mktemp)
@@ -81,7 +99,7 @@ for dt in $DTYPES; do
 			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$SEQS" --json)"
 		if [ -n "$REF" ]; then
 			log "$dt run $run/$RUNS: llama.cpp"
-			record llamacpp "$dt" "$(timed node "$REF/bench.mjs" "$model" "$THREADS" "$PROMPT" "$GEN" "$LLAMACPP_SEQS")"
+			record llamacpp "$dt" "$(timed node "$REFBENCH" "$model" "$THREADS" "$PROMPT" "$GEN" "$LLAMACPP_SEQS")"
 		fi
 	done
 done
@@ -111,6 +129,7 @@ jq -rs --arg seqs "$SEQS" --argjson threads "$THREADS" --argjson prompt "$PROMPT
       q4_K_M: kmix(144/256), q5_K_M: kmix(176/256), q6_K: ($n * 210 / 256 + $H * 210 / 256)}) as $bytes
   | "lightllm vs llama.cpp: TinyLlama-shaped 1B (random weights), \($threads) thread(s), prompt \($prompt), gen \($gen); medians of \(map(select(.kind == "ours")) | group_by(.dtype) | map(length) | max // 0) runs",
     "read bandwidth (\($bw.threads) thr, huge pages \($bw.huge_pages)): best \($bw.read_gb_s_best) GB/s, median \($bw.read_gb_s_median) GB/s",
+    "llama.cpp weights: \(map(select(.kind == "llamacpp")) | .[0].mmap | if . == null then "-" elif . then "mapped from the file (its default)" else "read into memory (--no-mmap)" end)",
     "",
     ("model" | fmt(8)) + ("metric" | fmt(24)) + ("lightllm" | fmt(10)) + ("llama.cpp" | fmt(10)) + ("ratio" | fmt(7)) + "target",
     (group_by(.dtype) | map(select(.[0].kind != "membw")) | .[]

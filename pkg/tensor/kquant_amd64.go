@@ -21,6 +21,9 @@ func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, o
 func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
 //go:noescape
+func q6KDotx4VNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+
+//go:noescape
 func q5KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
 //go:noescape
@@ -130,6 +133,10 @@ func dotQ6Kx4(w []byte, xq []int8, xd []float32, xbs []int16, out *[4]float32) {
 	}
 	nb := len(xd) / 4
 	_, _, _ = w[nb*q6KBlockBytes-1], xq[4*nb*QKK-1], xbs[4*16*nb-1]
+	if hasVNNI {
+		q6KDotx4VNNI(&w[0], &xq[0], &xd[0], &xbs[0], nb, out)
+		return
+	}
 	q6KDotx4AVX2(&w[0], &xq[0], &xd[0], &xbs[0], nb, out)
 }
 

@@ -385,6 +385,88 @@ q6x4loop:
 	VZEROUPPER
 	RET
 
+// Q6X4VTOK is Q6X4TOK with AVX-512 VNNI: VPDPWSSD multiplies by the scales
+// and adds into the lanes in one instruction (the same int32 lanes as
+// VPMADDWD + VPADDD), as q6KRowsVNNI does for one token.
+#define Q6X4VTOK(AADDR, YACC) \
+	VPMADDUBSW AADDR, Y7, Y10 \
+	VPDPWSSD   Y8, Y10, YACC
+
+#define Q6X4VCHUNK(CH) \
+	VPSHUFB kq4shuf<>+(32*(CH))(SB), Y9, Y8 \
+	Q6X4VTOK((32*(CH))(DI), Y0)              \
+	Q6X4VTOK((32*(CH))(DI)(R8*1), Y1)        \
+	Q6X4VTOK((32*(CH))(DI)(R8*2), Y2)        \
+	Q6X4VTOK((32*(CH))(DI)(R9*1), Y3)
+
+#define Q6X4VHALF(J) \
+	VMOVDQU (64*J)(SI), Y4          \
+	VMOVDQU (64*J+32)(SI), Y5       \
+	VMOVDQU (128+32*J)(SI), Y6      \
+	VPAND   kqm3<>(SB), Y6, Y7      \
+	VPSLLW  $4, Y7, Y7              \
+	VPAND   Y15, Y4, Y10            \
+	VPOR    Y10, Y7, Y7             \
+	Q6X4VCHUNK(4*J)                 \
+	VPAND   kqm12<>(SB), Y6, Y7     \
+	VPSLLW  $2, Y7, Y7              \
+	VPAND   Y15, Y5, Y10            \
+	VPOR    Y10, Y7, Y7             \
+	Q6X4VCHUNK(4*J+1)               \
+	VPAND   kqm48<>(SB), Y6, Y7     \
+	VPSRLW  $4, Y4, Y4              \
+	VPAND   Y15, Y4, Y4             \
+	VPOR    Y4, Y7, Y7              \
+	Q6X4VCHUNK(4*J+2)               \
+	VPAND   kqmc0<>(SB), Y6, Y7     \
+	VPSRLW  $2, Y7, Y7              \
+	VPSRLW  $4, Y5, Y5              \
+	VPAND   Y15, Y5, Y5             \
+	VPOR    Y5, Y7, Y7              \
+	Q6X4VCHUNK(4*J+3)
+
+// func q6KDotx4VNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+// q6KDotx4AVX2 with AVX-512 VNNI (Q6X4VTOK): the same lane integers and
+// float steps, so the same bits.
+TEXT ·q6KDotx4VNNI(SB), NOSPLIT, $0-48
+	KX4SETUP
+
+q6x4vloop:
+	VMOVDQU   192(SI), X8
+	VPMOVSXBW X8, Y7
+	VPXOR     Y9, Y9, Y9
+	VPSUBW    Y7, Y9, Y7
+	VPMADDWD  (BX), Y7, Y0
+	VPSLLD    $5, Y0, Y0
+	VPMADDWD  (BX)(R12*1), Y7, Y1
+	VPSLLD    $5, Y1, Y1
+	VPMADDWD  (BX)(R12*2), Y7, Y2
+	VPSLLD    $5, Y2, Y2
+	VPMADDWD  (BX)(R13*1), Y7, Y3
+	VPSLLD    $5, Y3, Y3
+	VPSHUFB   kq6eo<>(SB), X8, X8
+	VPMOVSXBW X8, Y9
+	Q6X4VHALF(0)
+	Q6X4VHALF(1)
+	FP16(208(SI), X9)
+	Q6X4FUSE1((DX), Y0, Y11)
+	Q6X4FUSE1((DX)(R10*1), Y1, Y12)
+	Q6X4FUSE1((DX)(R10*2), Y2, Y13)
+	Q6X4FUSE1((DX)(R11*1), Y3, Y14)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q6x4vloop
+	MOVQ out+40(FP), AX
+	Q6X4HSUM(Y11, X11, 0(AX))
+	Q6X4HSUM(Y12, X12, 4(AX))
+	Q6X4HSUM(Y13, X13, 8(AX))
+	Q6X4HSUM(Y14, X14, 12(AX))
+	VZEROUPPER
+	RET
+
 DATA kqsign<>+0(SB)/4, $0x80000000
 DATA kqsign<>+4(SB)/4, $0x80000000
 DATA kqsign<>+8(SB)/4, $0x80000000

@@ -6,6 +6,12 @@ func q4Kx8x4GemvAVX2(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32
 //go:noescape
 func q4Kx8x4GemmAVX2(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32]float32)
 
+//go:noescape
+func q4Kx8x4GemvVNNI(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32]float32)
+
+//go:noescape
+func q4Kx8x4GemmVNNI(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32]float32)
+
 // q4Kx8x4 computes a packed group of eight q4_K rows (nb super-blocks at
 // w) against four consecutive q8_K activation rows (xq, xd and bs hold
 // the four tokens' quants, scales and 16-value sums back to back); out[8t+r]
@@ -19,9 +25,14 @@ func q4Kx8x4(w []byte, nb int, xq []int8, xd []float32, bs []int16, gemm bool, o
 	_ = xq[4*nb*QKK-1]
 	_ = xd[4*nb-1]
 	_ = bs[4*16*nb-1]
-	if gemm {
+	switch {
+	case hasVNNI && gemm:
+		q4Kx8x4GemmVNNI(&w[0], nb, &xq[0], &xd[0], &bs[0], out)
+	case hasVNNI:
+		q4Kx8x4GemvVNNI(&w[0], nb, &xq[0], &xd[0], &bs[0], out)
+	case gemm:
 		q4Kx8x4GemmAVX2(&w[0], nb, &xq[0], &xd[0], &bs[0], out)
-	} else {
+	default:
 		q4Kx8x4GemvAVX2(&w[0], nb, &xq[0], &xd[0], &bs[0], out)
 	}
 }

@@ -260,3 +260,118 @@ x4gemmloop:
 	X4NEXT
 	JNZ x4gemmloop
 	X4DONE
+
+// X4VCOL is X4COL with AVX-512 VNNI: VPDPBUSD adds each row lane's four
+// nibble-times-activation products of token t straight into int32 (A0..A7:
+// token t's low / high nibble sums in A(2t) / A(2t+1); W0/W1 temps). The
+// same exact integers as VPMADDUBSW + VPADDW + VPMADDWD (no int16 step can
+// saturate there: at most 16 products of 15*128 per word), so the same bits.
+#define X4VCOL(C, XOFF, W0, W1, A0, A1, A2, A3, A4, A5, A6, A7) \
+	VMOVDQU       (160+32*(C))(SI), W0            \
+	VPSRLW        $4, W0, W1                      \
+	VPAND         Y15, W0, W0                     \
+	VPAND         Y15, W1, W1                     \
+	VPDPBUSD.BCST (XOFF)(DI), W0, A0              \
+	VPDPBUSD.BCST (XOFF+32)(DI), W1, A1           \
+	VPDPBUSD.BCST (XOFF)(DI)(R8*1), W0, A2        \
+	VPDPBUSD.BCST (XOFF+32)(DI)(R8*1), W1, A3     \
+	VPDPBUSD.BCST (XOFF)(DI)(R8*2), W0, A4        \
+	VPDPBUSD.BCST (XOFF+32)(DI)(R8*2), W1, A5     \
+	VPDPBUSD.BCST (XOFF)(DI)(R9*1), W0, A6        \
+	VPDPBUSD.BCST (XOFF+32)(DI)(R9*1), W1, A7
+
+#define X4VEVEN(C, XOFF) X4VCOL(C, XOFF, Y8, Y9, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+#define X4VODD(C, XOFF) X4VCOL(C, XOFF, Y10, Y11, Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23)
+
+// X4VSCALE: token t's sub-block sums times the rows' scales (Y8 / Y9, as
+// dwords), summed into Y(2t) — X4CHUNK's VPMADDWD by the doubled scales.
+#define X4VSCALE(YL, YH) \
+	VPMULLD Y8, YL, YL \
+	VPMULLD Y9, YH, YH \
+	VPADDD  YH, YL, YL
+
+// X4VCHUNK(J) is X4CHUNK(J) with X4VCOL: even columns into Y0..Y7, odd ones
+// into Y16..Y23 (two chains per sum, added exactly at the end); isum in
+// Y(2t), imin in Y(2t+1) as there.
+#define X4VCHUNK(J) \
+	VPXOR   Y0, Y0, Y0                 \
+	VPXOR   Y1, Y1, Y1                 \
+	VPXOR   Y2, Y2, Y2                 \
+	VPXOR   Y3, Y3, Y3                 \
+	VPXOR   Y4, Y4, Y4                 \
+	VPXOR   Y5, Y5, Y5                 \
+	VPXOR   Y6, Y6, Y6                 \
+	VPXOR   Y7, Y7, Y7                 \
+	VPXORD  Y16, Y16, Y16              \
+	VPXORD  Y17, Y17, Y17              \
+	VPXORD  Y18, Y18, Y18              \
+	VPXORD  Y19, Y19, Y19              \
+	VPXORD  Y20, Y20, Y20              \
+	VPXORD  Y21, Y21, Y21              \
+	VPXORD  Y22, Y22, Y22              \
+	VPXORD  Y23, Y23, Y23              \
+	X4VEVEN(8*(J)+0, 64*(J)+0)         \
+	X4VODD(8*(J)+1, 64*(J)+4)          \
+	X4VEVEN(8*(J)+2, 64*(J)+8)         \
+	X4VODD(8*(J)+3, 64*(J)+12)         \
+	X4VEVEN(8*(J)+4, 64*(J)+16)        \
+	X4VODD(8*(J)+5, 64*(J)+20)         \
+	X4VEVEN(8*(J)+6, 64*(J)+24)        \
+	X4VODD(8*(J)+7, 64*(J)+28)         \
+	VPADDD  Y16, Y0, Y0                \
+	VPADDD  Y17, Y1, Y1                \
+	VPADDD  Y18, Y2, Y2                \
+	VPADDD  Y19, Y3, Y3                \
+	VPADDD  Y20, Y4, Y4                \
+	VPADDD  Y21, Y5, Y5                \
+	VPADDD  Y22, Y6, Y6                \
+	VPADDD  Y23, Y7, Y7                \
+	VPMOVZXBD (32+16*(J))(SI), Y8      \
+	VPMOVZXBD (40+16*(J))(SI), Y9      \
+	X4VSCALE(Y0, Y1)                   \
+	X4VSCALE(Y2, Y3)                   \
+	X4VSCALE(Y4, Y5)                   \
+	X4VSCALE(Y6, Y7)                   \
+	X4DUP((96+16*(J))(SI), Y8)         \
+	X4DUP((104+16*(J))(SI), Y9)        \
+	X4MINS((8*(J))(BX), (8*(J)+4)(BX), Y1)                   \
+	X4MINS((8*(J))(BX)(R12*1), (8*(J)+4)(BX)(R12*1), Y3)     \
+	X4MINS((8*(J))(BX)(R12*2), (8*(J)+4)(BX)(R12*2), Y5)     \
+	X4MINS((8*(J))(BX)(R13*1), (8*(J)+4)(BX)(R13*1), Y7)
+
+// func q4Kx8x4GemvVNNI(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32]float32)
+// q4Kx8x4GemvAVX2 with AVX-512 VNNI.
+TEXT ·q4Kx8x4GemvVNNI(SB), 0, $512-48
+	X4SETUP
+
+x4vgemvloop:
+	X4VCHUNK(0)
+	X4STORE
+	X4VCHUNK(1)
+	X4ADD
+	X4VCHUNK(2)
+	X4ADD
+	X4VCHUNK(3)
+	X4ADDLAST
+	X4FUSE
+	X4NEXT
+	JNZ x4vgemvloop
+	X4DONE
+
+// func q4Kx8x4GemmVNNI(w *byte, nb int, xq *int8, xd *float32, bs *int16, out *[32]float32)
+// q4Kx8x4GemmAVX2 with AVX-512 VNNI.
+TEXT ·q4Kx8x4GemmVNNI(SB), 0, $512-48
+	X4SETUP
+
+x4vgemmloop:
+	X4VCHUNK(0)
+	X4FUSE
+	X4VCHUNK(1)
+	X4FUSE
+	X4VCHUNK(2)
+	X4FUSE
+	X4VCHUNK(3)
+	X4FUSE
+	X4NEXT
+	JNZ x4vgemmloop
+	X4DONE
