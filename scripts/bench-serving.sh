@@ -28,6 +28,9 @@
 #                                           server role there (LIGHTLLM_CPUPROFILE_DIR)
 #        OUT=FILE                           also write every raw JSON line there
 #        SERVER_ARGS="--pipeline_nice 10"   extra `lightllm launch` flags
+#        PIN=0                              1: launch with --pin_cpus (infer on CPUs 0..THREADS-1,
+#                                           the other roles on the rest) and run bench-engine on
+#                                           infer's CPUs and the benchmark client on the others
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +46,7 @@ CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 OUT=${OUT:-}
 SERVER_ARGS=${SERVER_ARGS:-}
 RUNS=${RUNS:-3}
+PIN=${PIN:-0}
 PROMPT=16
 
 log() { printf '%s\n' "$*" >&2; }
@@ -90,6 +94,15 @@ resolve() { # name -> model path (generating the 160M model once)
 	esac
 }
 
+engine_cpus=() client_cpus=()
+if [ "$PIN" = 1 ]; then
+	ncpu=$(nproc)
+	[ "$THREADS" -ge 1 ] && [ "$THREADS" -lt "$ncpu" ] || { log "PIN=1 needs 1 <= THREADS < $ncpu"; exit 2; }
+	SERVER_ARGS="$SERVER_ARGS --pin_cpus"
+	engine_cpus=(taskset -c "0-$((THREADS - 1))")
+	client_cpus=(taskset -c "$THREADS-$((ncpu - 1))")
+fi
+
 maxs=1
 for s in $STREAMS; do [ "$s" -gt "$maxs" ] && maxs=$s; done
 seqs=$(tr ' ' ',' <<<"$STREAMS")
@@ -117,12 +130,12 @@ for name in $MODELS; do
 		log "$name run $run/$RUNS: bench-engine --threads $THREADS --sequences $seqs"
 		prof=()
 		[ -z "$CPUPROFILE_DIR" ] || { mkdir -p "$CPUPROFILE_DIR"; prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$run.pprof"); }
-		record engine "$name" 0 "$("$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
+		record engine "$name" 0 "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
 			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --json "${prof[@]}")"
 		for s in $STREAMS; do
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
-			/usr/bin/time -f '%U %S' -o "$work/cpu" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
+			/usr/bin/time -f '%U %S' -o "$work/cpu" "${client_cpus[@]}" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
 				--tokenizer "$model" --input_len "$PROMPT" --output_len "$GEN" --ignore_eos --max_concurrency "$s" \
 				--num_prompts "$n" --json "$work/bench.json" >"$work/bench.log" 2>&1 ||
 				{ log "bench failed:"; tail -20 "$work/bench.log" >&2; exit 1; }
@@ -134,13 +147,13 @@ for name in $MODELS; do
 	stop_server
 done
 
-jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" '
+jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" --arg pin "$PIN" '
   def median: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor]
     else (.[length/2-1] + .[length/2]) / 2 end;
   def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
   def fmt($w): tostring | if length < $w then . + (" " * ($w - length)) else . end;
   def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
-  "serving overhead: --threads \($threads), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
+  "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
   "engine tok/s = bench-engine decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
   "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
   "",

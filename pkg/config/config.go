@@ -166,6 +166,12 @@ type Config struct {
 	// cores the engine's step then gets a core first, and the pipeline
 	// catches up in bigger writes instead of pre-empting it (issue 25).
 	PipelineNice int `json:"pipeline_nice"`
+	// PinCPUs splits the CPUs this instance may run on: infer's threads
+	// get the first --threads of them, every other role the rest, so that
+	// the pipeline's bursts after each step never run on the engine's
+	// cores (issue 25). Off by default: two instances on one host would
+	// both pin infer to the same first CPUs.
+	PinCPUs bool `json:"pin_cpus"`
 
 	// Set by Resolve.
 	Resolved    bool   `json:"resolved"`

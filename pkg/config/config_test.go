@@ -62,7 +62,7 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"metric_port": "0", "metric_gateway": "", "health_interval": "10s", "log_level": "info",
 		"threads": "0", "backend": "cpu", "synthetic_step_ms": "10", "instance": "",
 		"schedule_time_interval": "30ms", "model_name": "default_model_name", "config": "", "check-config": "false",
-		"pipeline_nice": "5",
+		"pipeline_nice": "5", "pin_cpus": "false",
 	}
 	for name, def := range want {
 		fl := fs.Lookup(name)

@@ -95,6 +95,16 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 	if err != nil {
 		return fail(2, err)
 	}
+	if cfg.PinCPUs {
+		cpus, err := pinCPUs(role == config.RoleInfer, cfg.Threads)
+		if err != nil {
+			return fail(1, err)
+		}
+		log.Info().Ints("cpus", cpus).Msg("pinned")
+		if role != config.RoleInfer && os.Getenv("GOMAXPROCS") == "" {
+			runtime.GOMAXPROCS(len(cpus))
+		}
+	}
 	if role != config.RoleInfer && cfg.PipelineNice > 0 {
 		if err := lowerPriority(cfg.PipelineNice); err != nil {
 			return fail(1, fmt.Errorf("pipeline_nice %d: %w", cfg.PipelineNice, err))

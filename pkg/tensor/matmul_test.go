@@ -152,9 +152,19 @@ func TestMatMulNoAllocs(t *testing.T) {
 	}
 }
 
-type countTask struct{ hits []atomic.Int32 }
+// countTask counts how often each index runs; late counts calls made
+// while no Pool.Run of it was in progress (a helper that ran a job after
+// Run returned).
+type countTask struct {
+	hits  []atomic.Int32
+	inRun atomic.Bool
+	late  atomic.Int32
+}
 
 func (c *countTask) Run(_, lo, hi int) {
+	if !c.inRun.Load() {
+		c.late.Add(1)
+	}
 	for i := lo; i < hi; i++ {
 		c.hits[i].Add(1)
 	}
@@ -169,6 +179,9 @@ func TestPoolCoversRangeOnce(t *testing.T) {
 		{"4 threads back to back", 4, 0},
 		{"4 threads parking", 4, 3 * spinFor},
 		{"2 threads parking", 2, 3 * spinFor},
+		// More workers than cores: helpers often get the job word after
+		// Run has run out of chunks, and must skip that job.
+		{"16 threads back to back", 16, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPool(tc.threads)
@@ -179,8 +192,13 @@ func TestPoolCoversRangeOnce(t *testing.T) {
 				for _, grain := range []int{1, 3, 50} {
 					c := &countTask{hits: make([]atomic.Int32, n)}
 					for rep := 0; rep < 5; rep++ {
+						c.inRun.Store(true)
 						p.Run(c, n, grain)
+						c.inRun.Store(false)
 						time.Sleep(tc.pause)
+					}
+					if l := c.late.Load(); l != 0 {
+						t.Fatalf("n=%d grain=%d: %d calls after Run returned", n, grain, l)
 					}
 					for i := range c.hits {
 						if c.hits[i].Load() != 5 {

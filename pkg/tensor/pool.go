@@ -40,13 +40,25 @@ type Pool struct {
 	// The current job: written by Run before it publishes job, read only
 	// by the helpers taking part, which Run waits for before it writes
 	// the next.
-	task    Task
-	total   int
-	chunk   int
-	next    atomic.Int64
-	job     atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) take part
-	pending atomic.Int32  // helpers of the current job not yet done
+	task  Task
+	total int
+	chunk int
+	next  atomic.Int64
+	job   atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) may take part
+	// join admits helpers to the current job: generation<<joinGenShift |
+	// joinClosed once Run has run out of chunks | helpers admitted. A
+	// helper touches the job only after joining it, so Run waits for the
+	// helpers that joined, never for one the OS has not run yet (another
+	// process on its core): those find the job closed and skip it.
+	join     atomic.Uint64
+	finished atomic.Int32 // helpers of the current job done with it
 }
+
+const (
+	joinGenShift = 20
+	joinClosed   = 1 << 19
+	joinCount    = joinClosed - 1
+)
 
 // jobGenShift places a job's generation above its helper count in the
 // job word, so a helper reads both in one load.
@@ -77,9 +89,33 @@ func (p *Pool) helper(worker int) {
 			return
 		}
 		seen = j
-		if worker <= int(j&(1<<jobGenShift-1)) {
+		if worker <= int(j&(1<<jobGenShift-1)) && p.enter(j>>jobGenShift) {
 			p.work(worker)
-			p.pending.Add(-1)
+			p.finished.Add(1)
+		}
+	}
+}
+
+// enter admits a helper to job gen unless Run has closed it (or moved on).
+func (p *Pool) enter(gen uint64) bool {
+	for {
+		v := p.join.Load()
+		if v>>joinGenShift != gen&(1<<(64-joinGenShift)-1) || v&joinClosed != 0 {
+			return false
+		}
+		if p.join.CompareAndSwap(v, v+1) {
+			return true
+		}
+	}
+}
+
+// closeJoin stops admitting helpers to the current job and returns how
+// many joined.
+func (p *Pool) closeJoin() int32 {
+	for {
+		v := p.join.Load()
+		if p.join.CompareAndSwap(v, v|joinClosed) {
+			return int32(v & joinCount)
 		}
 	}
 }
@@ -99,6 +135,11 @@ func (p *Pool) await(seen uint64) uint64 {
 			// With fewer Ps than workers a spinning helper would hold
 			// the caller's P until the scheduler pre-empts it.
 			runtime.Gosched()
+			// And with fewer cores than busy threads it would hold a
+			// core another process needs (the server's pipeline beside
+			// infer): let it run. Run does not wait for a helper that
+			// has not joined its job, so the caller carries on alone.
+			osYield()
 		}
 	}
 	p.mu.Lock()
@@ -141,10 +182,13 @@ func (p *Pool) Run(t Task, n, grain int) {
 	helpers := min(p.threads-1, chunks-1)
 	p.task, p.total, p.chunk = t, n, chunk
 	p.next.Store(0)
-	p.pending.Store(int32(helpers))
+	p.finished.Store(0)
 	p.publish(helpers)
 	p.work(0)
-	for i := 0; p.pending.Load() != 0; i++ {
+	// Every chunk is taken: helpers not in yet will skip this job, and
+	// only those that joined may still be running one.
+	joined := p.closeJoin()
+	for i := 0; p.finished.Load() != joined; i++ {
 		if i%64 == 63 {
 			// A helper pre-empted by another process must get the CPU back.
 			runtime.Gosched()
@@ -158,6 +202,7 @@ func (p *Pool) Run(t Task, n, grain int) {
 func (p *Pool) publish(helpers int) {
 	p.mu.Lock()
 	gen := p.job.Load()>>jobGenShift + 1
+	p.join.Store((gen & (1<<(64-joinGenShift) - 1)) << joinGenShift)
 	p.job.Store(gen<<jobGenShift | uint64(helpers))
 	if p.parked > 0 {
 		p.cond.Broadcast()

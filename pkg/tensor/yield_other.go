@@ -1,0 +1,7 @@
+//go:build !linux
+
+package tensor
+
+import "runtime"
+
+func osYield() { runtime.Gosched() }
