@@ -138,3 +138,57 @@ func TestKQuantVNNIMatchesAVX2(t *testing.T) {
 	TestKDotx4MatchesOneToken(t)
 	TestMatMulGGMLKQuant(t)
 }
+
+// TestQ4Kx16x4MatchesTwoGroups: the 512-bit kernel over two packed q4_K
+// groups gives each group the 256-bit four-token kernel's bits, on random
+// blocks and on extreme ones (all quant bits set, largest scales and mins,
+// activations at -128 / 127).
+func TestQ4Kx16x4MatchesTwoGroups(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("CPU without AVX-512 VNNI")
+	}
+	rng := rand.New(rand.NewPCG(23, 5))
+	for _, nb := range []int{1, 3, 22} {
+		for trial := 0; trial < 5; trial++ {
+			extreme := trial == 0
+			gb := nb * q4Kx8GroupBytes
+			w := make([]byte, 2*gb)
+			for i := range w {
+				w[i] = byte(rng.Uint32())
+				if extreme && i%q4Kx8GroupBytes >= 160 {
+					w[i] = 0xff
+				}
+			}
+			for b := 0; b < 2*nb; b++ {
+				grp := w[b*q4Kx8GroupBytes:]
+				for i := 0; i < 16; i++ {
+					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
+				}
+				for i := 32; i < 160; i++ {
+					grp[i] = byte(rng.IntN(64))
+					if extreme {
+						grp[i] = 63
+					}
+				}
+			}
+			xk := randActQ8K(rng, 4, nb, extreme)
+			for _, gemm := range []bool{false, true} {
+				var got [64]float32
+				if !q4Kx16x4(w, nb, xk.Q, xk.D, xk.BSums, gemm, &got) {
+					t.Fatal("q4Kx16x4 not done on a VNNI CPU")
+				}
+				for g := 0; g < 2; g++ {
+					var want [32]float32
+					q4Kx8x4(w[g*gb:(g+1)*gb], nb, xk.Q, xk.D, xk.BSums, gemm, &want)
+					for tok := 0; tok < 4; tok++ {
+						for r := 0; r < 8; r++ {
+							if a, b := got[16*tok+8*g+r], want[8*tok+r]; !bitsEqual(a, b) {
+								t.Fatalf("nb %d trial %d gemm=%v group %d token %d row %d: 512-bit %v, 256-bit %v", nb, trial, gemm, g, tok, r, a, b)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -285,13 +285,21 @@ func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
 	groupBlock := max(1, blockWeights/gb)
 	gemm := func(t int) bool { return m.modes != nil && m.modes[t]&RowGemm4 != 0 }
 	var res4 [32]float32
+	var res16 [64]float32
 	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
 		b1 := min(r1/8, b0+groupBlock)
 		for t := 0; t < m.T; {
 			g4 := gemm(t)
 			if t+4 <= m.T && gemm(t+1) == g4 && gemm(t+2) == g4 && gemm(t+3) == g4 {
 				xq, xd, xb := m.xk.Q[t*cols:(t+4)*cols], m.xk.D[t*nb:(t+4)*nb], m.xk.BSums[16*t*nb:16*(t+4)*nb]
-				for g := b0; g < b1; g++ {
+				g := b0
+				// Two groups per 512-bit register where the CPU has them.
+				for ; g+2 <= b1 && q4Kx16x4(w.k4[g*gb:(g+2)*gb], nb, xq, xd, xb, g4, &res16); g += 2 {
+					for k := 0; k < 4; k++ {
+						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+16], res16[16*k:16*k+16])
+					}
+				}
+				for ; g < b1; g++ {
 					q4Kx8x4(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xb, g4, &res4)
 					for k := 0; k < 4; k++ {
 						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res4[8*k:8*k+8])
