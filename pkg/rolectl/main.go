@@ -101,21 +101,19 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 			return fail(1, err)
 		}
 		log.Info().Ints("cpus", cpus).Msg("pinned")
-		if role != config.RoleInfer && os.Getenv("GOMAXPROCS") == "" {
-			runtime.GOMAXPROCS(len(cpus))
-		}
 	}
 	if role != config.RoleInfer && cfg.PipelineNice > 0 {
 		if err := lowerPriority(cfg.PipelineNice); err != nil {
 			return fail(1, fmt.Errorf("pipeline_nice %d: %w", cfg.PipelineNice, err))
 		}
-		// The same policy for the Go scheduler: the pipeline gets the cores
-		// infer's threads leave free, at least one, so that its goroutines
-		// spin and run on them rather than on infer's (the operator's own
-		// GOMAXPROCS wins).
-		if os.Getenv("GOMAXPROCS") == "" {
-			runtime.GOMAXPROCS(pipelineProcs(runtime.NumCPU(), cfg.Threads))
-		}
+	}
+	// The pipeline's Go scheduler gets the cores infer's threads leave
+	// free, at least one, so that its goroutines spin and run on them
+	// rather than on infer's: the CPUs pin_cpus gave it, or as many as
+	// pipeline_nice yields (runtime.NumCPU is the affinity at start; the
+	// operator's own GOMAXPROCS wins).
+	if role != config.RoleInfer && (cfg.PinCPUs || cfg.PipelineNice > 0) && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(pipelineProcs(runtime.NumCPU(), cfg.Threads))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -91,25 +90,7 @@ func TestKQuantVNNIMatchesAVX2(t *testing.T) {
 				}
 				xk.fillS()
 			}
-			w4 := make([]byte, 3*nb*q4Kx8GroupBytes)
-			for i := range w4 {
-				w4[i] = byte(rng.Uint32())
-				if extreme && i%q4Kx8GroupBytes >= 160 {
-					w4[i] = 0xff
-				}
-			}
-			for b := 0; b < 3*nb; b++ {
-				grp := w4[b*q4Kx8GroupBytes:]
-				for i := 0; i < 16; i++ {
-					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
-				}
-				for i := 32; i < 160; i++ {
-					grp[i] = byte(rng.IntN(64))
-					if extreme {
-						grp[i] = 63
-					}
-				}
-			}
+			w4 := randQ4Kx8Groups(rng, 3, nb, extreme)
 			for _, gemm := range []bool{false, true} {
 				v, a := both(func(out []float32) { q4Kx8Rows(w4, nb, xk.Q, xk.D, xk.S, gemm, out) }, 24)
 				for i := range v {
@@ -152,25 +133,7 @@ func TestQ4Kx16x4MatchesTwoGroups(t *testing.T) {
 		for trial := 0; trial < 5; trial++ {
 			extreme := trial == 0
 			gb := nb * q4Kx8GroupBytes
-			w := make([]byte, 2*gb)
-			for i := range w {
-				w[i] = byte(rng.Uint32())
-				if extreme && i%q4Kx8GroupBytes >= 160 {
-					w[i] = 0xff
-				}
-			}
-			for b := 0; b < 2*nb; b++ {
-				grp := w[b*q4Kx8GroupBytes:]
-				for i := 0; i < 16; i++ {
-					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
-				}
-				for i := 32; i < 160; i++ {
-					grp[i] = byte(rng.IntN(64))
-					if extreme {
-						grp[i] = 63
-					}
-				}
-			}
+			w := randQ4Kx8Groups(rng, 2, nb, extreme)
 			xk := randActQ8K(rng, 4, nb, extreme)
 			for _, gemm := range []bool{false, true} {
 				var got [64]float32

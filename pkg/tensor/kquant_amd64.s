@@ -340,51 +340,6 @@ q6Kloop:
 	KHSUM(YF, XF) \
 	VMOVSS X0, OUT
 
-// func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
-// The AVX2 ggml_vec_dot_q6_K_q8_K of one row against four consecutive
-// tokens (token t's quants at xq + t*256*nb, scales at xd + t*nb, sums at
-// xbs + t*16*nb): each token's lanes hold the same integers, fused and
-// reduced in the same order, as q6KRowsAVX2 on that token alone.
-TEXT ·q6KDotx4AVX2(SB), NOSPLIT, $0-48
-	KX4SETUP
-
-q6x4loop:
-	// Each token's lanes start at -32*(bs[2l]*sc[2l] + bs[2l+1]*sc[2l+1]).
-	VMOVDQU   192(SI), X8
-	VPMOVSXBW X8, Y7
-	VPXOR     Y9, Y9, Y9
-	VPSUBW    Y7, Y9, Y7
-	VPMADDWD  (BX), Y7, Y0
-	VPSLLD    $5, Y0, Y0
-	VPMADDWD  (BX)(R12*1), Y7, Y1
-	VPSLLD    $5, Y1, Y1
-	VPMADDWD  (BX)(R12*2), Y7, Y2
-	VPSLLD    $5, Y2, Y2
-	VPMADDWD  (BX)(R13*1), Y7, Y3
-	VPSLLD    $5, Y3, Y3
-	VPSHUFB   kq6eo<>(SB), X8, X8
-	VPMOVSXBW X8, Y9
-	Q6X4HALF(0)
-	Q6X4HALF(1)
-	FP16(208(SI), X9)
-	Q6X4FUSE1((DX), Y0, Y11)
-	Q6X4FUSE1((DX)(R10*1), Y1, Y12)
-	Q6X4FUSE1((DX)(R10*2), Y2, Y13)
-	Q6X4FUSE1((DX)(R11*1), Y3, Y14)
-	ADDQ $210, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  q6x4loop
-	MOVQ out+40(FP), AX
-	Q6X4HSUM(Y11, X11, 0(AX))
-	Q6X4HSUM(Y12, X12, 4(AX))
-	Q6X4HSUM(Y13, X13, 8(AX))
-	Q6X4HSUM(Y14, X14, 12(AX))
-	VZEROUPPER
-	RET
-
 // Q6X4VTOK is Q6X4TOK with AVX-512 VNNI: VPDPWSSD multiplies by the scales
 // and adds into the lanes in one instruction (the same int32 lanes as
 // VPMADDWD + VPADDD), as q6KRowsVNNI does for one token.
@@ -425,6 +380,56 @@ q6x4loop:
 	VPOR    Y5, Y7, Y7              \
 	Q6X4VCHUNK(4*J+3)
 
+// Q6X4BLOCK is one block of the four-token q6_K kernel, its halves decoded
+// with HALF (Q6X4HALF, or Q6X4VHALF with AVX-512 VNNI). Each token's lanes
+// start at -32*(bs[2l]*sc[2l] + bs[2l+1]*sc[2l+1]).
+#define Q6X4BLOCK(HALF) \
+	VMOVDQU   192(SI), X8 \
+	VPMOVSXBW X8, Y7 \
+	VPXOR     Y9, Y9, Y9 \
+	VPSUBW    Y7, Y9, Y7 \
+	VPMADDWD  (BX), Y7, Y0 \
+	VPSLLD    $5, Y0, Y0 \
+	VPMADDWD  (BX)(R12*1), Y7, Y1 \
+	VPSLLD    $5, Y1, Y1 \
+	VPMADDWD  (BX)(R12*2), Y7, Y2 \
+	VPSLLD    $5, Y2, Y2 \
+	VPMADDWD  (BX)(R13*1), Y7, Y3 \
+	VPSLLD    $5, Y3, Y3 \
+	VPSHUFB   kq6eo<>(SB), X8, X8 \
+	VPMOVSXBW X8, Y9 \
+	HALF(0) \
+	HALF(1) \
+	FP16(208(SI), X9) \
+	Q6X4FUSE1((DX), Y0, Y11) \
+	Q6X4FUSE1((DX)(R10*1), Y1, Y12) \
+	Q6X4FUSE1((DX)(R10*2), Y2, Y13) \
+	Q6X4FUSE1((DX)(R11*1), Y3, Y14) \
+	ADDQ $210, SI \
+	ADDQ $256, DI \
+	ADDQ $4, DX \
+	ADDQ $32, BX \
+	DECQ CX
+
+// func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
+// The AVX2 ggml_vec_dot_q6_K_q8_K of one row against four consecutive
+// tokens (token t's quants at xq + t*256*nb, scales at xd + t*nb, sums at
+// xbs + t*16*nb): each token's lanes hold the same integers, fused and
+// reduced in the same order, as q6KRowsAVX2 on that token alone.
+TEXT ·q6KDotx4AVX2(SB), NOSPLIT, $0-48
+	KX4SETUP
+
+q6x4loop:
+	Q6X4BLOCK(Q6X4HALF)
+	JNZ  q6x4loop
+	MOVQ out+40(FP), AX
+	Q6X4HSUM(Y11, X11, 0(AX))
+	Q6X4HSUM(Y12, X12, 4(AX))
+	Q6X4HSUM(Y13, X13, 8(AX))
+	Q6X4HSUM(Y14, X14, 12(AX))
+	VZEROUPPER
+	RET
+
 // func q6KDotx4VNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 // q6KDotx4AVX2 with AVX-512 VNNI (Q6X4VTOK): the same lane integers and
 // float steps, so the same bits.
@@ -432,32 +437,7 @@ TEXT ·q6KDotx4VNNI(SB), NOSPLIT, $0-48
 	KX4SETUP
 
 q6x4vloop:
-	VMOVDQU   192(SI), X8
-	VPMOVSXBW X8, Y7
-	VPXOR     Y9, Y9, Y9
-	VPSUBW    Y7, Y9, Y7
-	VPMADDWD  (BX), Y7, Y0
-	VPSLLD    $5, Y0, Y0
-	VPMADDWD  (BX)(R12*1), Y7, Y1
-	VPSLLD    $5, Y1, Y1
-	VPMADDWD  (BX)(R12*2), Y7, Y2
-	VPSLLD    $5, Y2, Y2
-	VPMADDWD  (BX)(R13*1), Y7, Y3
-	VPSLLD    $5, Y3, Y3
-	VPSHUFB   kq6eo<>(SB), X8, X8
-	VPMOVSXBW X8, Y9
-	Q6X4VHALF(0)
-	Q6X4VHALF(1)
-	FP16(208(SI), X9)
-	Q6X4FUSE1((DX), Y0, Y11)
-	Q6X4FUSE1((DX)(R10*1), Y1, Y12)
-	Q6X4FUSE1((DX)(R10*2), Y2, Y13)
-	Q6X4FUSE1((DX)(R11*1), Y3, Y14)
-	ADDQ $210, SI
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, BX
-	DECQ CX
+	Q6X4BLOCK(Q6X4VHALF)
 	JNZ  q6x4vloop
 	MOVQ out+40(FP), AX
 	Q6X4HSUM(Y11, X11, 0(AX))

@@ -340,27 +340,7 @@ func TestQ4Kx8x4MatchesOneToken(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 4))
 	for _, nb := range []int{1, 3, 22} {
 		for trial := 0; trial < 4; trial++ {
-			w := make([]byte, nb*q4Kx8GroupBytes)
-			for i := range w {
-				w[i] = byte(rng.Uint32())
-			}
-			for b := 0; b < nb; b++ {
-				grp := w[b*q4Kx8GroupBytes:]
-				for i := 0; i < 16; i++ { // finite f16 d, dmin (2^-14..2^1)
-					binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
-				}
-				for i := 32; i < 160; i++ {
-					grp[i] = byte(rng.IntN(64))
-					if trial == 0 {
-						grp[i] = 63
-					}
-				}
-				if trial == 0 {
-					for i := 160; i < q4Kx8GroupBytes; i++ {
-						grp[i] = 0xff
-					}
-				}
-			}
+			w := randQ4Kx8Groups(rng, 1, nb, trial == 0)
 			xk := randActQ8K(rng, 4, nb, trial == 0)
 			for _, gemm := range []bool{false, true} {
 				var want [32]float32
@@ -526,4 +506,30 @@ func TestQuantizeActQ8KAsm(t *testing.T) {
 			t.Fatalf("sum %d (block %d): %d, portable %d", i, i/16, v, w)
 		}
 	}
+}
+
+// randQ4Kx8Groups is groups packed q4_K groups of nb super-blocks each:
+// random quants, finite f16 d and dmin (2^-14..2^1), random 6-bit scales
+// and mins; extreme sets every quant bit and the largest scales and mins.
+func randQ4Kx8Groups(rng *rand.Rand, groups, nb int, extreme bool) []byte {
+	w := make([]byte, groups*nb*q4Kx8GroupBytes)
+	for i := range w {
+		w[i] = byte(rng.Uint32())
+		if extreme && i%q4Kx8GroupBytes >= 160 {
+			w[i] = 0xff
+		}
+	}
+	for b := 0; b < groups*nb; b++ {
+		grp := w[b*q4Kx8GroupBytes:]
+		for i := 0; i < 16; i++ {
+			binary.LittleEndian.PutUint16(grp[2*i:], uint16(0x0400+rng.IntN(0x3c00)))
+		}
+		for i := 32; i < 160; i++ {
+			grp[i] = byte(rng.IntN(64))
+			if extreme {
+				grp[i] = 63
+			}
+		}
+	}
+	return w
 }
