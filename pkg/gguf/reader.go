@@ -97,6 +97,17 @@ func Open(path string) (*File, error) {
 // mapping (Open) rather than memory the caller handed to Parse.
 func (f *File) Mapped() bool { return f.mmapped }
 
+// DropPages unmaps the file's pages from this process (MADV_DONTNEED; a
+// no-op for an image given to Parse): they stay in the page cache and are
+// faulted back in if read again. A loader that copied the weights calls it
+// so that the pages the copy touched, whole large folios at tensor edges
+// and the header included, stop counting toward the process's RSS.
+func (f *File) DropPages() {
+	if f.mmapped && len(f.data) > 0 {
+		_ = unix.Madvise(f.data, unix.MADV_DONTNEED) // best effort
+	}
+}
+
 // Close unmaps the file. Tensor data slices must not be used afterwards.
 func (f *File) Close() error {
 	if f == nil || f.data == nil {

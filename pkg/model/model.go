@@ -215,6 +215,11 @@ func (m *Model) loadGGUFFile(f *gguf.File, opts LoadOptions) error {
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
+	// The matrices were copied (or repacked) into the arena, so what the
+	// process still maps of the file is the header and tokenizer, folios at
+	// tensor edges and the embedding table, read a row per token: none of
+	// it need count toward RSS (peak ≈ weights + KV + buffers).
+	defer l.dropFilePages(f.DropPages)
 	if ff, err := l.optionalVector("rope_freqs.weight", cfg.RopeDim/2); err != nil {
 		return fmt.Errorf("model: %w", err)
 	} else if ff != nil {
@@ -255,6 +260,7 @@ func (m *Model) loadHF(dir string, opts LoadOptions) error {
 	if err := m.loadWeights(l); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
+	defer l.dropFilePages(set.DropPages) // as in loadGGUFFile
 	if rs := cfg.RopeScaling; rs != nil && rs.Type == "llama3" {
 		m.freqFactor = Llama3FreqFactors(rs, cfg.RopeTheta, cfg.RopeDim)
 	}

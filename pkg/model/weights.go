@@ -215,6 +215,15 @@ func nameFor(src weightSource, name string) string {
 	return name
 }
 
+// dropFilePages calls drop, which unmaps the source files' pages, when
+// the matrices live in the arena; with weights computed from the mapping
+// (no arena) the pages stay mapped.
+func (l *loader) dropFilePages(drop func()) {
+	if l.arena != nil {
+		drop()
+	}
+}
+
 // matrix loads a [rows x cols] weight as a view over the file's bytes.
 func (l *loader) matrix(name string, rows, cols int) (*tensor.Matrix, error) {
 	t, err := l.need(name)
@@ -226,17 +235,22 @@ func (l *loader) matrix(name string, rows, cols int) (*tensor.Matrix, error) {
 
 // asMatrix makes a matrix of t; streamed says the forward pass reads all
 // of it every step (not so the embedding table, read a row per token),
-// which earns it a copy in the arena. q4_0 matrices are repacked at load
-// (tensor.NewMatrix) and need none.
+// which earns it a copy in the arena; a table that is only gathered from is
+// left in the file. q4_0 and q4_K matrices are repacked at load
+// (tensor.NewMatrixIn) and need no copy of their own.
 func (l *loader) asMatrix(t *rawTensor, rows, cols int, streamed bool) (*tensor.Matrix, error) {
 	if len(t.shape) != 2 || t.shape[0] != rows || t.shape[1] != cols {
 		return nil, fmt.Errorf("%s: tensor %q has shape %v, want [%d %d]", l.src.path(), t.name, t.shape, rows, cols)
 	}
 	var arena *tensor.WeightArena // q4_0's and q4_K's repacked copies go there
+	var m *tensor.Matrix
+	var err error
 	if streamed {
 		arena = l.arena
+		m, err = tensor.NewMatrixIn(arena, t.typ, rows, cols, t.data)
+	} else {
+		m, err = tensor.NewGatherMatrix(t.typ, rows, cols, t.data)
 	}
-	m, err := tensor.NewMatrixIn(arena, t.typ, rows, cols, t.data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: tensor %q: %w", l.src.path(), t.name, err)
 	}

@@ -107,6 +107,15 @@ func Open(path string) (*File, error) {
 // mapping (Open) rather than memory the caller handed to Parse.
 func (f *File) Mapped() bool { return f.mmapped }
 
+// DropPages unmaps the file's pages from this process (MADV_DONTNEED; a
+// no-op for an image given to Parse): they stay in the page cache and are
+// faulted back in if read again (see gguf.File.DropPages).
+func (f *File) DropPages() {
+	if f.mmapped && len(f.data) > 0 {
+		_ = unix.Madvise(f.data, unix.MADV_DONTNEED) // best effort
+	}
+}
+
 // Parse parses a safetensors image held in memory; name is used in errors.
 func Parse(name string, data []byte) (*File, error) {
 	f, err := parse(name, data)

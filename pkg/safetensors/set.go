@@ -118,6 +118,13 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// DropPages drops every file's pages from this process (File.DropPages).
+func (s *Set) DropPages() {
+	for _, f := range s.Files {
+		f.DropPages()
+	}
+}
+
 // Close unmaps every file.
 func (s *Set) Close() error {
 	var first error

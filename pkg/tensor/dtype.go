@@ -132,17 +132,10 @@ func NewMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
 // NewMatrixIn is NewMatrix with the copies made at load (q4_0's and
 // q4_K's repacked rows) placed in arena a (nil: the Go heap).
 func NewMatrixIn(a *WeightArena, t DType, rows, cols int, data []byte) (*Matrix, error) {
-	if rows <= 0 || cols <= 0 {
-		return nil, fmt.Errorf("matrix %dx%d: empty", rows, cols)
-	}
-	rb, err := t.RowBytes(cols)
+	m, err := newMatrix(t, rows, cols, data)
 	if err != nil {
 		return nil, err
 	}
-	if len(data) != rows*rb {
-		return nil, fmt.Errorf("%s matrix %dx%d needs %d bytes, have %d", t, rows, cols, rows*rb, len(data))
-	}
-	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
 	prefault(data)
 	if q4Chain(m) {
 		// Like llama.cpp's CPU_REPACK buffers: a copy in the layout the
@@ -153,6 +146,28 @@ func NewMatrixIn(a *WeightArena, t DType, rows, cols int, data []byte) (*Matrix,
 		m.k4 = packQ4Kx8(a.Alloc(rows/8*(cols/QKK)*q4Kx8GroupBytes), data, rows, cols)
 	}
 	return m, nil
+}
+
+// NewGatherMatrix is NewMatrix for a table read a row at a time (an
+// embedding table that is not also the output head): its pages are left
+// to be faulted in by the rows looked up, and it gets no repacked copy,
+// which only MatMul reads. MatMul still works on it, more slowly.
+func NewGatherMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
+	return newMatrix(t, rows, cols, data)
+}
+
+func newMatrix(t DType, rows, cols int, data []byte) (*Matrix, error) {
+	if rows <= 0 || cols <= 0 {
+		return nil, fmt.Errorf("matrix %dx%d: empty", rows, cols)
+	}
+	rb, err := t.RowBytes(cols)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != rows*rb {
+		return nil, fmt.Errorf("%s matrix %dx%d needs %d bytes, have %d", t, rows, cols, rows*rb, len(data))
+	}
+	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}, nil
 }
 
 // RowBytes is the encoded size of one row.
