@@ -71,6 +71,11 @@ func (p *Processor) prepare() {
 	}()
 }
 
+// Wait returns once the next mask is computed (or none is being): a caller
+// timing a step with no credit for the overlap (engine.BenchConstrained)
+// waits for it.
+func (p *Processor) Wait() { p.wg.Wait() }
+
 // Process masks row to the tokens the grammar allows (plus "<think>" as a
 // first token when the model may think).
 func (p *Processor) Process(row []float32) error {

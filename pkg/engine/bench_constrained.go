@@ -26,12 +26,25 @@ type ConstrainedBench struct {
 }
 
 // BenchConstrained measures what constraints add to a decode step: the
-// same batch of Sequences requests with and without Constrained of them
-// constrained, in alternating runs so that a drifting machine affects both
-// alike. Only decode steps with every request running count (a finished
-// request, constrained ones end when their grammar does, shrinks the
-// batch). It reports each kind's median and mean step time, how many steps
-// each median is over, and the constrained/plain ratio of the medians.
+// same batch of Sequences requests without and with Constrained of them
+// constrained, run on two engines in lockstep. Step k of one engine is
+// followed by step k of the other (which goes first alternates with k), so
+// the pair sees the same machine: on these shared hosts the speed of a
+// core drifts by 10-30% over seconds, far more than the 5% a comparison of
+// two separate runs needs to resolve. Only pairs in which both engines
+// decode every request (all started, none finished: a constrained request
+// ends when its grammar does) count.
+//
+// A constrained step's time includes waiting, after it, until its
+// processors' next masks are ready (a processor that computes them in the
+// background, as constrain.Processor does while the forward pass runs):
+// otherwise those goroutines would run during the plain engine's step and
+// be charged to it. So the constrained figure is the step with no credit
+// for the overlap — an upper bound on a server's step.
+//
+// It reports each kind's median and mean step time (wall and process
+// CPU), the median of the pairs' constrained/plain ratios, and the
+// processors' own time on the stepping thread.
 func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map[string]float64, error) {
 	if o.Sequences < 1 || o.Constrained < 0 || o.Constrained > o.Sequences || o.GenTokens < 2 || o.Rounds < 1 || o.NewProcessor == nil {
 		return nil, fmt.Errorf("bench: %d sequences, %d constrained, %d tokens, %d rounds: want 0 <= constrained <= sequences, tokens >= 2, rounds >= 1",
@@ -43,120 +56,166 @@ func BenchConstrained(ctx context.Context, m Forwarder, o ConstrainedBench) (map
 	// critical path, apart from waits (a mask not ready yet, the scheduler).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var plain, constrained, plainCPU, constrainedCPU, inProc, inProcCPU []time.Duration
+	var st benchStats
 	made := 0
-	var procTime procTimes // the constrained requests' Process and Accept calls, summed
-	run := func(withGrammar bool, round int) error {
-		reqs := make([]Request, o.Sequences)
-		for i := range reqs {
-			p := sampler.DefaultParams()
-			p.Temperature, p.Seed, p.MaxNewTokens = 1, int64(1000*round+i), o.GenTokens
-			reqs[i] = Request{ID: uint64(i), Prompt: prompt, Params: p}
-			if withGrammar && i < o.Constrained {
-				mk := o.NewProcessor(made)
-				reqs[i].NewProcessor = func() (LogitsProcessor, error) {
-					p, err := mk()
-					return timedProcessor{p, &procTime}, err
+	for r := range o.Rounds {
+		var procs []timedProcessor // the constrained engine's, to wait for their masks
+		var procTime procTimes     // their Process and Accept calls, summed
+		reqs := func(withGrammar bool) []Request {
+			reqs := make([]Request, o.Sequences)
+			for i := range reqs {
+				p := sampler.DefaultParams()
+				p.Temperature, p.Seed, p.MaxNewTokens = 1, int64(1000*r+i), o.GenTokens
+				reqs[i] = Request{ID: uint64(i), Prompt: prompt, Params: p}
+				if withGrammar && i < o.Constrained {
+					mk := o.NewProcessor(made)
+					reqs[i].NewProcessor = func() (LogitsProcessor, error) {
+						p, err := mk()
+						tp := timedProcessor{p, &procTime}
+						procs = append(procs, tp)
+						return tp, err
+					}
+					made++
 				}
-				made++
+			}
+			return reqs
+		}
+		plain, err := newBenchStepper(m, o, reqs(false))
+		if err != nil {
+			return nil, err
+		}
+		constrained, err := newBenchStepper(m, o, reqs(true))
+		if err != nil {
+			return nil, err
+		}
+		constrained.after = func() {
+			for _, p := range procs {
+				p.wait()
 			}
 		}
-		steps, cpu, proc, procCPU, err := benchSteps(ctx, m, o, reqs, &procTime)
-		if err != nil {
-			return err
-		}
-		if withGrammar {
-			constrained, constrainedCPU = append(constrained, steps...), append(constrainedCPU, cpu...)
-			inProc, inProcCPU = append(inProc, proc...), append(inProcCPU, procCPU...)
-		} else {
-			plain, plainCPU = append(plain, steps...), append(plainCPU, cpu...)
-		}
-		return nil
-	}
-	for r := range o.Rounds {
-		first := r%2 == 0
-		for _, g := range []bool{!first, first} {
-			if err := run(g, r); err != nil {
+		for k := 0; plain.more() && constrained.more(); k++ {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("bench interrupted: %w", err)
+			}
+			first, second := plain, constrained
+			if k%2 == 1 {
+				first, second = constrained, plain
+			}
+			p0 := procTime
+			if err := first.step(); err != nil {
 				return nil, err
 			}
+			if err := second.step(); err != nil {
+				return nil, err
+			}
+			if plain.counted && constrained.counted {
+				st.add(plain.last, constrained.last, procTime.wall-p0.wall, procTime.cpu-p0.cpu)
+			}
 		}
 	}
-	if len(plain) == 0 || len(constrained) == 0 {
-		return nil, fmt.Errorf("bench: no decode step had all %d requests running (plain %d, constrained %d steps)", o.Sequences, len(plain), len(constrained))
+	if len(st.plain) == 0 {
+		return nil, fmt.Errorf("bench: no decode step had all %d requests running on both engines", o.Sequences)
 	}
-	res := map[string]float64{"steps_plain": float64(len(plain)), "steps_constrained": float64(len(constrained))}
-	for name, d := range map[string][]time.Duration{"plain": plain, "constrained": constrained,
-		"cpu_plain": plainCPU, "cpu_constrained": constrainedCPU} {
+	return st.report(o), nil
+}
+
+// benchStats collects the counted pairs of BenchConstrained.
+type benchStats struct {
+	plain, constrained, plainCPU, constrainedCPU, inProc, inProcCPU []time.Duration
+	ratios                                                          []float64
+}
+
+func (s *benchStats) add(plain, constrained stepTime, proc, procCPU time.Duration) {
+	s.plain, s.plainCPU = append(s.plain, plain.wall), append(s.plainCPU, plain.cpu)
+	s.constrained, s.constrainedCPU = append(s.constrained, constrained.wall), append(s.constrainedCPU, constrained.cpu)
+	s.inProc, s.inProcCPU = append(s.inProc, proc), append(s.inProcCPU, procCPU)
+	s.ratios = append(s.ratios, float64(constrained.wall)/float64(plain.wall))
+}
+
+func (s *benchStats) report(o ConstrainedBench) map[string]float64 {
+	res := map[string]float64{"steps_plain": float64(len(s.plain)), "steps_constrained": float64(len(s.constrained))}
+	for name, d := range map[string][]time.Duration{"plain": s.plain, "constrained": s.constrained,
+		"cpu_plain": s.plainCPU, "cpu_constrained": s.constrainedCPU} {
 		res["step_ms_median_"+name] = round2(ms(median(d)))
 		res["step_ms_mean_"+name] = round2(ms(mean(d)))
 	}
 	ratio := func(a, b time.Duration) float64 { return math.Round(1000*float64(a)/float64(b)) / 1000 }
-	res["step_ratio_median"] = ratio(median(constrained), median(plain))
-	res["step_ratio_mean"] = ratio(mean(constrained), mean(plain))
-	res["step_cpu_ratio_median"] = ratio(median(constrainedCPU), median(plainCPU))
-	// The processors' calls: wall time (on this busy machine mostly
-	// waiting to be scheduled) and the stepping thread's CPU time in them,
-	// the work they add to the step's critical path. Over the plain step's
-	// CPU time, that is the slowdown of a step with the masks ready when
-	// their rows are (computed during the forward pass on another core).
-	res["processor_ms_median"] = round2(ms(median(inProc)))
-	res["processor_ms_mean"] = round2(ms(mean(inProc)))
-	res["processor_cpu_ms_median"] = round2(ms(median(inProcCPU)))
-	res["processor_cpu_ms_mean"] = round2(ms(mean(inProcCPU)))
-	res["processor_share_of_step"] = ratio(mean(inProc), mean(constrained))
-	res["critical_path_ratio"] = ratio(mean(plainCPU)+mean(inProcCPU), mean(plainCPU))
+	r := slices.Clone(s.ratios)
+	slices.Sort(r)
+	res["step_ratio_median"] = math.Round(1000*r[len(r)/2]) / 1000
+	res["step_ratio_mean"] = ratio(mean(s.constrained), mean(s.plain))
+	res["step_cpu_ratio_median"] = ratio(median(s.constrainedCPU), median(s.plainCPU))
+	// The processors' calls: wall time and the stepping thread's CPU time
+	// in them, the work they add to the step's critical path.
+	res["processor_ms_median"] = round2(ms(median(s.inProc)))
+	res["processor_ms_mean"] = round2(ms(mean(s.inProc)))
+	res["processor_cpu_ms_median"] = round2(ms(median(s.inProcCPU)))
+	res["processor_cpu_ms_mean"] = round2(ms(mean(s.inProcCPU)))
+	res["processor_share_of_step"] = ratio(mean(s.inProc), mean(s.constrained))
+	res["critical_path_ratio"] = ratio(mean(s.plainCPU)+mean(s.inProcCPU), mean(s.plainCPU))
 	res["sequences"], res["constrained"] = float64(o.Sequences), float64(o.Constrained)
-	return res, nil
+	return res
 }
 
-// benchSteps runs reqs and returns the wall-clock durations, and the
-// process CPU time (every thread: the forward pass's and the mask
-// goroutines'), of the steps that decoded every request (all started, none
-// finished yet).
-// proc and procCPU, per counted step, are what *procTime grew by during it.
-func benchSteps(ctx context.Context, m Forwarder, o ConstrainedBench, reqs []Request, procTime *procTimes) (steps, cpu, proc, procCPU []time.Duration, err error) {
+// stepTime is one step's wall-clock time and the process CPU time (every
+// thread: the forward pass's and the mask goroutines') spent during it.
+type stepTime struct{ wall, cpu time.Duration }
+
+// benchStepper steps one engine of BenchConstrained and says whether its
+// last step counts (decoded every request: all started, none finished).
+type benchStepper struct {
+	e        *Engine
+	n        int
+	started  []bool
+	nStarted int
+	finished bool
+	after    func() // run after each step, inside its time
+	counted  bool
+	last     stepTime
+}
+
+func newBenchStepper(m Forwarder, o ConstrainedBench, reqs []Request) (*benchStepper, error) {
 	n := len(reqs)
 	e, err := New(m, Options{MaxTotalTokens: n * (o.GenTokens + 40), MaxReqTotalLen: len(reqs[0].Prompt) + o.GenTokens,
 		BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true})
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	for _, r := range reqs {
 		if err := e.Add(r); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
+			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
-	started := make([]bool, n)
-	nStarted, finished := 0, false
-	// Once a request has finished no later step counts: stop there.
-	for e.HasWork() && !(finished && nStarted == n) {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("bench interrupted: %w", err)
-		}
-		decoding := nStarted == n && !finished
-		c0, p0 := processCPU(), *procTime
-		t0 := time.Now()
-		outs, err := e.Step()
-		d, c := time.Since(t0), processCPU()-c0
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("bench: %w", err)
-		}
-		if decoding && len(outs) == n {
-			steps, cpu = append(steps, d), append(cpu, c)
-			proc, procCPU = append(proc, procTime.wall-p0.wall), append(procCPU, procTime.cpu-p0.cpu)
-		}
-		for _, out := range outs {
-			if out.Err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("bench: request %d: %w", out.ID, out.Err)
-			}
-			if !started[out.ID] {
-				started[out.ID] = true
-				nStarted++
-			}
-			finished = finished || out.Finished
-		}
+	return &benchStepper{e: e, n: n, started: make([]bool, n)}, nil
+}
+
+// more says whether a later step can still count: once a request has
+// finished none can.
+func (b *benchStepper) more() bool { return b.e.HasWork() && !(b.finished && b.nStarted == b.n) }
+
+func (b *benchStepper) step() error {
+	decoding := b.nStarted == b.n && !b.finished
+	c0, t0 := processCPU(), time.Now()
+	outs, err := b.e.Step()
+	if err == nil && b.after != nil {
+		b.after()
 	}
-	return steps, cpu, proc, procCPU, nil
+	b.last = stepTime{time.Since(t0), processCPU() - c0}
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	b.counted = decoding && len(outs) == b.n
+	for _, out := range outs {
+		if out.Err != nil {
+			return fmt.Errorf("bench: request %d: %w", out.ID, out.Err)
+		}
+		if !b.started[out.ID] {
+			b.started[out.ID] = true
+			b.nStarted++
+		}
+		b.finished = b.finished || out.Finished
+	}
+	return nil
 }
 
 // procTimes sums the wall and thread CPU time of processor calls.
@@ -175,6 +234,14 @@ func (t timedProcessor) timed(f func() error) error {
 	t.sum.cpu += cputime.Thread() - c0
 	t.sum.wall += time.Since(w0)
 	return err
+}
+
+// wait returns once a processor that prepares its next mask in the
+// background (constrain.Processor's Wait) has it ready.
+func (t timedProcessor) wait() {
+	if w, ok := t.p.(interface{ Wait() }); ok {
+		w.Wait()
+	}
 }
 
 func (t timedProcessor) Process(row []float32) error {
