@@ -45,7 +45,9 @@ func TestBenchConstrained(t *testing.T) {
 	seen, waits := 0, 0
 	o := ConstrainedBench{Sequences: 4, Constrained: 2, GenTokens: 12, Rounds: 2,
 		NewProcessor: func(i int) func() (LogitsProcessor, error) {
-			return func() (LogitsProcessor, error) { return &onlyToken{tok: 7, left: 6 + i, seen: &seen, waits: &waits}, nil }
+			return func() (LogitsProcessor, error) {
+				return &onlyToken{tok: 7, left: 6 + i, seen: &seen, waits: &waits}, nil
+			}
 		}}
 	res, err := BenchConstrained(context.Background(), nullModel{vocab: 64}, o)
 	if err != nil {
