@@ -158,9 +158,7 @@ func (t *attnTask) headF16(worker, g int, slots []int32, qg, og []float32) {
 	}
 	kv := t.kv
 	qb := t.qr[worker][:len(qg)]
-	for i, v := range qg {
-		qb[i] = tensor.F32ToF16(v)
-	}
+	tensor.F32ToF16Row(qb, qg)
 	// The scores do not depend on the running softmax, so all of them are
 	// computed first (several keys at a time), then accumulated in order.
 	n := len(slots)

@@ -178,10 +178,8 @@ func (m *Model) storeKV(worker int, b *Batch, top *KV, li int, k, v []float32, t
 		case kv.f16:
 			off := kv.off(layer, slot)
 			dk, dv := kv.k16[off:off+dim], kv.v16[off:off+dim]
-			for j := range kt {
-				dk[j] = tensor.F32ToF16(kt[j])
-				dv[j] = tensor.F32ToF16(vt[j])
-			}
+			tensor.F32ToF16Row(dk, kt)
+			tensor.F32ToF16Row(dv, vt)
 		default:
 			off := kv.off(layer, slot)
 			copy(kv.k32[off:off+dim], kt)

@@ -128,9 +128,7 @@ func (c *Ctx) MatMulGGML(x []float32, T int, modes []RowMode, outs ...Out) error
 			m.x16 = make([]uint16, T*cols)
 		}
 		m.x16 = m.x16[:T*cols]
-		for i, v := range m.x {
-			m.x16[i] = F32ToF16(v)
-		}
+		F32ToF16Row(m.x16, m.x)
 		m.toks = m.toks[:0]
 		if hasSgemmF16 && ggmlLanes == 16 && cols%16 == 0 && modes != nil {
 			for t := 0; t < T; t++ {
@@ -217,9 +215,7 @@ func widenTokens(dst []float32, x16 []uint16, toks []int, cols int) []float32 {
 	}
 	dst = dst[:len(toks)*cols]
 	for j, t := range toks {
-		for k, h := range x16[t*cols : (t+1)*cols] {
-			dst[j*cols+k] = F16ToF32(h)
-		}
+		F16ToF32Row(dst[j*cols:(j+1)*cols], x16[t*cols:(t+1)*cols])
 	}
 	return dst
 }
@@ -231,9 +227,7 @@ func widenAll(dst []float32, x16 []uint16) []float32 {
 		dst = make([]float32, len(x16))
 	}
 	dst = dst[:len(x16)]
-	for i, h := range x16 {
-		dst[i] = F16ToF32(h)
-	}
+	F16ToF32Row(dst, x16)
 	return dst
 }
 
