@@ -207,7 +207,11 @@ func (d *dfa) cyclic() bool {
 // a character counter costs far more. Counting whole characters (not
 // bytes) keeps every state far from the bound plain, so its masks come
 // from the vocabulary's slices.
-func truncated(d *dfa, maxChars int) (*dfa, error) {
+func truncated(d *dfa, maxChars int) (*dfa, error) { return truncatedTable(d, maxChars, 1<<20) }
+
+// truncatedTable is truncated numbering its states in a dense table of at
+// most denseMax entries, or in a map when more would be needed.
+func truncatedTable(d *dfa, maxChars, denseMax int) (*dfa, error) {
 	// Classes: d's, each split by whether its bytes continue a character.
 	var cls [256]uint8
 	var oldOf []int
@@ -234,11 +238,43 @@ func truncated(d *dfa, maxChars int) (*dfa, error) {
 		n int   // characters started
 		p int32 // state of d
 	}
-	ids := map[key]int32{}
-	queue := []key{{0, 0}}
-	ids[queue[0]] = 0
-	out.accept = append(out.accept, d.accept[0])
-	out.trans = append(out.trans, make([]int32, ncls)...)
+	// The layered states are numbered in a dense table (n, p) -> id: it
+	// is a few states per character, and a map of them cost most of a
+	// long bound's compile. Past denseMax entries a map does.
+	nst := d.states()
+	var dense []int32
+	var sparse map[key]int32
+	if layered := (maxChars + 1) * nst; maxChars < denseMax && layered <= denseMax {
+		dense = make([]int32, layered)
+		for i := range dense {
+			dense[i] = -1
+		}
+	} else {
+		sparse = map[key]int32{}
+	}
+	lookup := func(k key) (int32, bool) {
+		if dense != nil {
+			id := dense[k.n*nst+int(k.p)]
+			return id, id >= 0
+		}
+		id, ok := sparse[k]
+		return id, ok
+	}
+	number := func(k key, id int32) {
+		if dense != nil {
+			dense[k.n*nst+int(k.p)] = id
+		} else {
+			sparse[k] = id
+		}
+	}
+	// Room for every layered state up to the automaton limit, so the
+	// tables are not regrown state by state.
+	est := min((maxChars+1)*nst, maxDFAStates)
+	queue := make([]key, 1, est)
+	number(queue[0], 0)
+	out.accept = make([]bool, 1, est)
+	out.accept[0] = d.accept[0]
+	out.trans = make([]int32, ncls, est*ncls)
 	for qi := 0; qi < len(queue); qi++ {
 		k := queue[qi]
 		for c := 0; c < ncls; c++ {
@@ -254,13 +290,13 @@ func truncated(d *dfa, maxChars int) (*dfa, error) {
 				}
 				nk.n++
 			}
-			id, ok := ids[nk]
+			id, ok := lookup(nk)
 			if !ok {
 				id = int32(len(out.accept))
 				if id >= maxDFAStates {
 					return nil, fmt.Errorf("automaton over %d states", maxDFAStates)
 				}
-				ids[nk] = id
+				number(nk, id)
 				queue = append(queue, nk)
 				out.accept = append(out.accept, d.accept[t])
 				out.trans = append(out.trans, make([]int32, ncls)...)

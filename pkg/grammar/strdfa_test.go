@@ -29,3 +29,37 @@ func TestQuotedRepeatIsQuotedOfRepeat(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedTableSameAsMap: numbering the layered states in the dense
+// table or in the map gives the same automaton.
+func TestTruncatedTableSameAsMap(t *testing.T) {
+	for _, c := range []struct {
+		pattern  string
+		maxChars int
+	}{{"^(SELECT|WITH) ", 64}, {"^[a-z]+(-[a-z0-9]+)*$", 40}, {"é+x", 9}, {".*", 0}} {
+		f, err := regexFrag(c.pattern, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := leafDFA(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dense, err := truncatedTable(d, c.maxChars, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sparse, err := truncatedTable(d, c.maxChars, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dense.states() < 2 && c.maxChars > 0 {
+			t.Errorf("%q: %d states", c.pattern, dense.states())
+		}
+		if dense.cls != sparse.cls || dense.ncls != sparse.ncls || !slices.Equal(dense.trans, sparse.trans) ||
+			!slices.Equal(dense.accept, sparse.accept) || !slices.Equal(dense.cut.state, sparse.cut.state) ||
+			!slices.Equal(dense.cut.left, sparse.cut.left) {
+			t.Errorf("%q max %d: the dense table's automaton differs from the map's", c.pattern, c.maxChars)
+		}
+	}
+}
