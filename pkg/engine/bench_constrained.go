@@ -165,7 +165,6 @@ type stepTime struct{ wall, cpu time.Duration }
 // last step counts (decoded every request: all started, none finished).
 type benchStepper struct {
 	e        *Engine
-	n        int
 	started  []bool
 	nStarted int
 	finished bool
@@ -186,15 +185,17 @@ func newBenchStepper(m Forwarder, o ConstrainedBench, reqs []Request) (*benchSte
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
-	return &benchStepper{e: e, n: n, started: make([]bool, n)}, nil
+	return &benchStepper{e: e, started: make([]bool, n)}, nil
 }
 
 // more says whether a later step can still count: once a request has
 // finished none can.
-func (b *benchStepper) more() bool { return b.e.HasWork() && !(b.finished && b.nStarted == b.n) }
+func (b *benchStepper) more() bool {
+	return b.e.HasWork() && !(b.finished && b.nStarted == len(b.started))
+}
 
 func (b *benchStepper) step() error {
-	decoding := b.nStarted == b.n && !b.finished
+	decoding := b.nStarted == len(b.started) && !b.finished
 	c0, t0 := processCPU(), time.Now()
 	outs, err := b.e.Step()
 	if err == nil && b.after != nil {
@@ -204,7 +205,7 @@ func (b *benchStepper) step() error {
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	b.counted = decoding && len(outs) == b.n
+	b.counted = decoding && len(outs) == len(b.started)
 	for _, out := range outs {
 		if out.Err != nil {
 			return fmt.Errorf("bench: request %d: %w", out.ID, out.Err)

@@ -335,16 +335,6 @@ func F16ToF32(h uint16) float32 {
 	return math.Float32frombits(sign | math.Float32bits(f))
 }
 
-// F32ToF16Row converts len(src) values into dst, each as F32ToF16 does:
-// with F16C where the CPU has it (the scalar conversion branches on every
-// value, which made it ~5% of an f16 model's decode step).
-func F32ToF16Row(dst []uint16, src []float32) {
-	dst = dst[:len(src)]
-	for i := f32ToF16Vec(dst, src); i < len(src); i++ {
-		dst[i] = F32ToF16(src[i])
-	}
-}
-
 // F32ToF16 converts to half precision with round-to-nearest-even, as the
 // F16C instruction and ggml do.
 func F32ToF16(f float32) uint16 {

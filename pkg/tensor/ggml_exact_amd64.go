@@ -42,6 +42,9 @@ func ggmlSgemmF16x8AVX2(a, b unsafe.Pointer, n int) float32
 func ggmlF16ToF32AVX2(dst *float32, src unsafe.Pointer, n int)
 
 //go:noescape
+func ggmlF32ToF16AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
 func ggmlVExpAVX2(y, x *float32, n, mode int)
 
 //go:noescape
@@ -174,6 +177,17 @@ func f16ToF32Row(dst []float32, src []uint16) {
 	}
 	_ = dst[len(src)-1]
 	ggmlF16ToF32AVX2(&dst[0], unsafe.Pointer(&src[0]), len(src))
+}
+
+func f32ToF16Row(dst []uint16, src []float32) {
+	if !hasAVX2 || len(src) == 0 {
+		for i, v := range src {
+			dst[i] = F32ToF16(v)
+		}
+		return
+	}
+	_ = dst[len(src)-1]
+	ggmlF32ToF16AVX2(&dst[0], &src[0], len(src))
 }
 
 //go:noescape

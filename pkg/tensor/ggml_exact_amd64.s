@@ -696,6 +696,41 @@ cvtdone:
 	VZEROUPPER
 	RET
 
+// func ggmlF32ToF16AVX2(dst *uint16, src *float32, n int)
+// VCVTPS2PH with immediate 0 rounds to nearest even whatever MXCSR says,
+// as F32ToF16 does.
+TEXT ·ggmlF32ToF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+narrow8:
+	CMPQ      CX, $8
+	JLT       narrow1
+	VMOVUPS   (SI), Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU   X0, (DI)
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	SUBQ      $8, CX
+	JMP       narrow8
+
+narrow1:
+	TESTQ     CX, CX
+	JEQ       narrowdone
+	VMOVSS    (SI), X0
+	VCVTPS2PH $0, X0, X0
+	VMOVD     X0, AX
+	MOVW      AX, (DI)
+	ADDQ      $4, SI
+	ADDQ      $2, DI
+	DECQ      CX
+	JMP       narrow1
+
+narrowdone:
+	VZEROUPPER
+	RET
+
 // For the row loops (R8 base, R9 offs, R10 rows, R11 q, R12 n, R13 out):
 // a row's start (SI its keys, DI q, CX n, four accumulators cleared)
 // and its end (store X0, next offset and output).

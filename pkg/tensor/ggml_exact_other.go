@@ -30,6 +30,12 @@ func f16ToF32Row(dst []float32, src []uint16) {
 	}
 }
 
+func f32ToF16Row(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = F32ToF16(v)
+	}
+}
+
 func vexpGGML(y, x []float32) {
 	for i, v := range x {
 		y[i] = vexpLane(v)

@@ -11,7 +11,7 @@ import (
 // exponent and top mantissa bits with the low 13 bits (those rounding
 // looks at) below, at and above the halfway point, plus dense random
 // mantissas where the result is a subnormal half. Odd lengths cover the
-// scalar tail.
+// kernel's tail.
 func TestF16RowsMatchScalar(t *testing.T) {
 	halves := make([]uint16, 1<<16)
 	for h := range halves {
@@ -37,12 +37,16 @@ func TestF16RowsMatchScalar(t *testing.T) {
 			src = append(src, math.Float32frombits(r.Uint32()&0x80000000|exp<<23|r.Uint32()&0x7FFFFF))
 		}
 	}
-	for _, n := range []int{len(src), len(src) - 7, 15, 1} {
-		got := make([]uint16, n)
-		F32ToF16Row(got, src[:n])
+	// Short windows start near 1.0 (top bits 0x1FC00), where every rounding
+	// case matters, so the kernel's tail sees them too.
+	mid := 7 * 0x1FC00
+	for _, w := range []struct{ lo, n int }{{0, len(src)}, {0, len(src) - 7}, {mid, 15}, {mid + 3, 7}, {mid + 5, 1}} {
+		in := src[w.lo : w.lo+w.n]
+		got := make([]uint16, w.n)
+		F32ToF16Row(got, in)
 		for i, h := range got {
-			if want := F32ToF16(src[i]); h != want {
-				t.Fatalf("n=%d: F32ToF16Row(%#08x) = %#04x, scalar %#04x", n, math.Float32bits(src[i]), h, want)
+			if want := F32ToF16(in[i]); h != want {
+				t.Fatalf("n=%d: F32ToF16Row(%#08x) = %#04x, scalar %#04x", w.n, math.Float32bits(in[i]), h, want)
 			}
 		}
 	}
