@@ -519,13 +519,25 @@ func obsLiveGauges(ctx context.Context, t *testing.T, s *server, apiURL string) 
 	var wg sync.WaitGroup
 	var loadErr error
 	var once sync.Once
+	// The load lasts until enough scrapes are in, however fast the engine
+	// is: each client sends requests one after another until then.
+	const wantScrapes = 20
+	enough := make(chan struct{})
 	for i := range 24 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			body := map[string]any{"inputs": chaosPrompts()[i], "parameters": map[string]any{"max_new_tokens": 160, "ignore_eos": true}}
-			if _, err := obsPost(lctx, s.base+"/generate", body, nil, nil); err != nil {
-				once.Do(func() { loadErr = err })
+			for {
+				if _, err := obsPost(lctx, s.base+"/generate", body, nil, nil); err != nil {
+					once.Do(func() { loadErr = err })
+					return
+				}
+				select {
+				case <-enough:
+					return
+				default:
+				}
 			}
 		}()
 	}
@@ -566,6 +578,9 @@ func obsLiveGauges(ctx context.Context, t *testing.T, s *server, apiURL string) 
 			kv:      pair("lightllm_kv_cache_usage_perc", "vllm:kv_cache_usage_perc"),
 		}
 		samples = append(samples, sample{b, a, got, took})
+		if len(samples) == wantScrapes {
+			close(enough)
+		}
 	}
 	if loadErr != nil {
 		t.Fatalf("load request failed: %v", loadErr)
