@@ -98,3 +98,23 @@ func nthSet(bits []uint64, k int) int32 {
 	}
 	return -1
 }
+
+// BenchmarkCorpusCompile compiles the whole corpus in order through a
+// fresh Cache per iteration: what bench-grammar's time to first mask pays
+// in compile (the automata shared between schemas built once), without its
+// first masks and without the garbage of its random runs.
+// GOMAXPROCS=1 go test -run XXX -bench CorpusCompile -benchmem ./pkg/grammar
+func BenchmarkCorpusCompile(b *testing.B) {
+	corpus, err := LoadBenchCorpus("testdata/schemas")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c := NewCache(len(corpus))
+		for _, sc := range corpus {
+			if _, err := c.Compile(Spec{Kind: KindJSONSchema, Text: string(sc.Schema)}, Options{}); err != nil {
+				b.Fatalf("%s: %v", sc.Name, err)
+			}
+		}
+	}
+}

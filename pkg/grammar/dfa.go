@@ -15,7 +15,7 @@ type dfa struct {
 	cls      [256]uint8
 	ncls     int
 	accept   []bool
-	calls    [][]callEdge // per state
+	calls    [][]callEdge // per state; nil when no state calls anything (callsAt)
 	plain    []bool       // no calls and not accepting: a byte step is all there is
 	hasBytes []bool       // some byte leads on
 	leaf     bool         // no state calls anything
@@ -97,10 +97,14 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 	stamp := make([]uint32, n.size())
 	var gen uint32
 	var stack []int32
+	// closure's result lives in out until add keeps a copy: most
+	// closures name a state already found, and allocating each was a
+	// tenth of a first compile.
+	var out []int32
 	closure := func(seed []int32) []int32 {
 		gen++
 		stack = append(stack[:0], seed...)
-		var out []int32
+		out = out[:0]
 		for len(stack) > 0 {
 			s := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
@@ -131,7 +135,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		d.accept = append(d.accept, slices.Contains(set, final))
 		d.calls = append(d.calls, nil)
 		d.trans = append(d.trans, make([]int32, d.ncls)...)
-		queue = append(queue, set)
+		queue = append(queue, slices.Clone(set))
 		return id, nil
 	}
 	if _, err := add(closure([]int32{start})); err != nil {
@@ -258,6 +262,16 @@ func derivedHash(tag string, parts ...[]byte) [32]byte {
 	return k
 }
 
+// callsAt is state q's call edges. A call-free automaton built as a table
+// (strings with length bounds: thousands of states) leaves calls nil rather
+// than hold an empty slice header per state, a third of its bytes.
+func (d *dfa) callsAt(q int32) []callEdge {
+	if d.calls == nil {
+		return nil
+	}
+	return d.calls[q]
+}
+
 // flags computes leaf, plain and hasBytes.
 func (d *dfa) flags() {
 	d.leaf = true
@@ -267,8 +281,9 @@ func (d *dfa) flags() {
 		for c := 0; c < d.ncls && !d.hasBytes[q]; c++ {
 			d.hasBytes[q] = d.trans[q*d.ncls+c] >= 0
 		}
-		d.plain[q] = !d.accept[q] && len(d.calls[q]) == 0
-		if len(d.calls[q]) > 0 {
+		calls := d.callsAt(int32(q))
+		d.plain[q] = !d.accept[q] && len(calls) == 0
+		if len(calls) > 0 {
 			d.leaf = false
 		}
 	}
@@ -307,7 +322,7 @@ func (d *dfa) trim(productive []bool) bool {
 				last = t
 			}
 		}
-		for _, e := range d.calls[q] {
+		for _, e := range d.callsAt(int32(q)) {
 			if productive[e.rule] {
 				rev[e.to] = append(rev[e.to], int32(q))
 			}
@@ -337,19 +352,23 @@ func (d *dfa) trim(productive []bool) bool {
 				d.trans[q*d.ncls+c] = -1
 			}
 		}
-		calls := d.calls[q][:0]
-		for _, e := range d.calls[q] {
-			if productive[e.rule] && live[e.to] {
-				calls = append(calls, e)
+		if d.calls != nil {
+			calls := d.calls[q][:0]
+			for _, e := range d.calls[q] {
+				if productive[e.rule] && live[e.to] {
+					calls = append(calls, e)
+				}
 			}
+			d.calls[q] = calls
 		}
-		d.calls[q] = calls
 		if !live[q] {
 			d.accept[q] = false
 			for c := 0; c < d.ncls; c++ {
 				d.trans[q*d.ncls+c] = -1
 			}
-			d.calls[q] = nil
+			if d.calls != nil {
+				d.calls[q] = nil
+			}
 		}
 	}
 	return live[0]

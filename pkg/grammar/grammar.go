@@ -196,6 +196,10 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 		leaves = &leafDFAs{}
 	}
 	shared := make([]bool, len(b.bodies)) // built complete by an earlier compile
+	// One nfa for every rule, emptied between them: determinize keeps
+	// nothing of it, and regrowing its tables rule by rule was a sixth of
+	// a first compile's allocation.
+	n := &nfa{}
 	for i, body := range b.bodies {
 		if body == nil {
 			return nil, fmt.Errorf("rule %s is not defined", b.names[i])
@@ -205,7 +209,7 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 			shared[i] = true
 			continue
 		}
-		n := &nfa{}
+		n.reset()
 		s, f := n.state(), n.state()
 		body(n, s, f)
 		key, isLeaf := n.leafKey(s, f)
@@ -286,7 +290,7 @@ func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
 				visit(d.trans[int(q)*d.ncls+c])
 			}
 		}
-		for _, e := range d.calls[q] {
+		for _, e := range d.callsAt(q) {
 			if ok[e.rule] {
 				visit(e.to)
 			}
@@ -315,7 +319,7 @@ func (g *Grammar) checkLeftRecursion() error {
 		for len(work) > 0 {
 			q := work[len(work)-1]
 			work = work[:len(work)-1]
-			for _, e := range d.calls[q] {
+			for _, e := range d.callsAt(q) {
 				first[r] = append(first[r], e.rule)
 				if nullable[e.rule] && !seen[e.to] {
 					seen[e.to] = true

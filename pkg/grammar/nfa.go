@@ -66,6 +66,15 @@ func (n *nfa) state() int32 {
 
 func (n *nfa) size() int { return len(n.eps) }
 
+// reset empties n for the next rule, keeping its capacity. The per-state
+// edge lists are cleared, not kept: a frag appends to them.
+func (n *nfa) reset() {
+	clear(n.bytes)
+	clear(n.calls)
+	clear(n.eps)
+	n.bytes, n.calls, n.eps = n.bytes[:0], n.calls[:0], n.eps[:0]
+}
+
 // frag adds a sub-automaton between from and to.
 type frag func(n *nfa, from, to int32)
 

@@ -70,7 +70,7 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 		if d.hasBytes[s.state] {
 			res = append(res, s)
 		}
-		for _, e := range d.calls[s.state] {
+		for _, e := range d.callsAt(s.state) {
 			ret := mkStack(s.parent, s.rule, e.to)
 			if ret.depth >= g.maxDepth {
 				continue

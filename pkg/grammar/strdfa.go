@@ -19,7 +19,7 @@ func repeatChar(char *dfa, min, max int) (*dfa, error) {
 	// State (i, c): i characters done, c inside the next one.
 	nc, ncls := char.states(), char.ncls
 	n := (max + 1) * nc
-	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int32, n*ncls), accept: make([]bool, n), calls: make([][]callEdge, n)}
+	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int32, n*ncls), accept: make([]bool, n)}
 	for q := 0; q < n; q++ {
 		d.accept[q] = repeatRow(char, min, max, q, d.trans[q*ncls:(q+1)*ncls])
 	}
@@ -117,7 +117,7 @@ func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int32, bool)) *
 	cls, oldOf := splitQuote(contentCls)
 	quote := int(cls['"'])
 	ncls := len(oldOf)
-	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2), calls: make([][]callEdge, n+2)}
+	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2)}
 	for i := range ncls {
 		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
@@ -304,7 +304,6 @@ func truncatedTable(d *dfa, maxChars, denseMax int) (*dfa, error) {
 			out.trans[qi*ncls+c] = id
 		}
 	}
-	out.calls = make([][]callEdge, len(out.accept))
 	out.trim(nil)
 	out.finish()
 	cut := &cutInfo{src: d, state: make([]int32, len(queue)), left: make([]int32, len(queue)), dist: d.toAccept()}
