@@ -30,6 +30,7 @@ func newBenchCmd() *cobra.Command {
 		cfg                  bench.Config
 		api, rate, dataset   string
 		tokDir, jsonOut, svg string
+		profile              string
 		numPrompts           int
 		inputLen, outputLen  int
 		turnInputLen         int
@@ -131,6 +132,13 @@ func newBenchCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// After the dataset: the profile shows the client's own cost
+			// while it sends and reads (scripts/bench-serving.sh).
+			stopProfile, err := startCPUProfile(profile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			var rep *bench.Report
 			if multi {
 				if turnInputLen == 0 {
@@ -192,6 +200,7 @@ func newBenchCmd() *cobra.Command {
 	f.Float64Var(&structured, "structured-share", 0, "share of requests (0..1, spread evenly) asking for json_schema output, schemas of --schemas in turn")
 	f.StringVar(&schemaDir, "schemas", "pkg/grammar/testdata/schemas", "with --structured-share: directory of JSON Schema files")
 	f.StringVar(&svg, "plot", "", "write TTFT/TPOT CDFs and throughput over time to this .svg file")
+	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the client's run (after the dataset is built) to this file")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 6*time.Hour, "give up on a single request after this long")
 	return cmd
 }
