@@ -15,7 +15,7 @@ func TestConcurrentMatchers(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := `{"a": "abcd", "b": [1, 22, 333], "z": {"q": null}}`
-	want := masksAlong(NewMatcher(g, NewVocab(v.tokens, v.eos)), text)
+	want := masksAlong(NewMatcher(g, NewVocab(allTokens(v), v.eos)), text)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for w := 0; w < 8; w++ {

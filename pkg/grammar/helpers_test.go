@@ -75,3 +75,12 @@ func validator(o Options) Options {
 	o.MaxStringLength, o.MaxItems = -1, -1
 	return o
 }
+
+// allTokens is every token's bytes of v, by id.
+func allTokens(v *Vocab) [][]byte {
+	out := make([][]byte, v.Size())
+	for id := range out {
+		out[id] = v.TokenBytes(int32(id))
+	}
+	return out
+}

@@ -20,9 +20,9 @@ type TokenSource interface {
 // tokenizer; it is safe for concurrent use and holds the caches that do not
 // depend on any one grammar.
 type Vocab struct {
-	size   int      // number of token ids: mask bits
-	tokens [][]byte // id → bytes; nil: never allowed by a grammar (special tokens)
-	eos    []int32  // allowed exactly when the grammar may end
+	size   int        // number of token ids: mask bits
+	tokens flatTokens // id → bytes; empty: never allowed by a grammar (special tokens)
+	eos    []int32    // allowed exactly when the grammar may end
 
 	// The trie in preorder: node 0 is the root (empty prefix); the subtree
 	// of node i is [i, end[i]); a node's children follow it in byte order.
@@ -58,7 +58,7 @@ const leafCacheMax = 256 << 20
 // entries are never allowed (special and unused ids), eos lists the ids
 // that end the text.
 func NewVocab(tokens [][]byte, eos []int32) *Vocab {
-	v := &Vocab{size: len(tokens), tokens: tokens, leafLang: map[leafKey][32]byte{}, leafCache: map[[32]byte]*leafResult{}, dupTok: map[int32][]int32{}}
+	v := &Vocab{size: len(tokens), tokens: flatten(tokens), leafLang: map[leafKey][32]byte{}, leafCache: map[[32]byte]*leafResult{}, dupTok: map[int32][]int32{}}
 	for _, e := range eos {
 		if e >= 0 && int(e) < len(tokens) {
 			v.eos = append(v.eos, e)
@@ -90,7 +90,8 @@ func (v *Vocab) buildSlice() {
 	}
 	restToks := make([][]byte, v.size)
 	v.sliceChars = sliceMaxChars
-	for id, b := range v.tokens {
+	for id := range v.size {
+		b := v.tokens.at(int32(id))
 		if len(b) == 0 || slices.Contains(v.eos, int32(id)) {
 			continue
 		}
@@ -103,7 +104,7 @@ func (v *Vocab) buildSlice() {
 			restToks[id] = b
 		}
 	}
-	r := &Vocab{size: v.size, tokens: restToks, dupTok: map[int32][]int32{}}
+	r := &Vocab{size: v.size, tokens: flatten(restToks), dupTok: map[int32][]int32{}}
 	var ids []int32
 	for id, b := range restToks {
 		if len(b) > 0 {
@@ -186,7 +187,39 @@ func (v *Vocab) TokenBytes(id int32) []byte {
 	if id < 0 || int(id) >= v.size {
 		return nil
 	}
-	return v.tokens[id]
+	return v.tokens.at(id)
+}
+
+// flatTokens holds every token's bytes in one pointer-free buffer. One
+// slice per token was 128k small objects (Llama 3) that every garbage
+// collection of the process marked again, and a collection running during
+// a grammar compile slowed it (issue 18's time to first mask).
+type flatTokens struct {
+	buf []byte
+	off []uint32 // token id's bytes are buf[off[id]:off[id+1]]
+}
+
+func flatten(tokens [][]byte) flatTokens {
+	n := 0
+	for _, b := range tokens {
+		n += len(b)
+	}
+	f := flatTokens{buf: make([]byte, 0, n), off: make([]uint32, len(tokens)+1)}
+	for id, b := range tokens {
+		f.buf = append(f.buf, b...)
+		f.off[id+1] = uint32(len(f.buf))
+	}
+	return f
+}
+
+// at is token id's bytes (nil when it has none); the caller must not
+// modify them.
+func (f flatTokens) at(id int32) []byte {
+	lo, hi := f.off[id], f.off[id+1]
+	if lo == hi {
+		return nil
+	}
+	return f.buf[lo:hi:hi]
 }
 
 // buildTrie lays the sorted tokens out as a preorder trie.
@@ -198,7 +231,7 @@ func (v *Vocab) buildTrie(ids []int32) {
 	path := []int32{0} // path[d]: node at depth d on the current branch
 	var prev []byte
 	for _, id := range ids {
-		b := v.tokens[id]
+		b := v.tokens.at(id)
 		if len(b) > 0xffff {
 			continue
 		}
