@@ -83,3 +83,45 @@ func BenchmarkMatMulKBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatVecKStack: one token through eight TinyLlama-shaped layers of
+// q4_K matrices (q, k, v, o, gate, up: 146 MB, out of cache) in turn, as a
+// decode step reads them, at one and two threads. Unlike BenchmarkMatVecK's
+// single large matrix it pays what every matmul of a step pays: the split
+// of each matrix over the workers (interleaved chunks read a fifth slower
+// than one contiguous run per worker, Pool.regions).
+func BenchmarkMatVecKStack(b *testing.B) {
+	a := NewWeightArena()
+	defer a.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	shapes := [][2]int{{2048, 2048}, {256, 2048}, {256, 2048}, {2048, 2048}, {5632, 2048}, {5632, 2048}}
+	var ws []*Matrix
+	total := 0
+	for range 8 {
+		for _, s := range shapes {
+			w0, _ := randMatrix(b, r, Q4_K, s[0], s[1])
+			w, err := NewMatrixIn(a, Q4_K, s[0], s[1], a.Copy(w0.Data, false))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws = append(ws, w)
+			total += len(w.Data)
+		}
+	}
+	x := randVec(r, 2048, 1)
+	y := make([]float32, 5632)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			ctx := NewCtx(threads)
+			defer ctx.Close()
+			for b.Loop() {
+				for _, w := range ws {
+					if err := ctx.MatMul(x, 1, Out{w, y[:w.Rows]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -43,8 +43,15 @@ type Pool struct {
 	task  Task
 	total int
 	chunk int
-	next  atomic.Int64
-	job   atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) may take part
+	// regions[w] is worker w's run of chunk indexes, front<<32 | back
+	// (exclusive). A worker takes its own chunks from the front, so each
+	// reads one contiguous stretch of a weight matrix and the hardware
+	// prefetcher keeps streaming across its chunks (interleaving the
+	// workers' chunks cost a fifth of a two-thread decode's bandwidth);
+	// once its run is empty it takes the others' from the back, so a
+	// worker whose core is busy elsewhere holds nobody up.
+	regions []region
+	job     atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) may take part
 	// join admits helpers to the current job: generation<<joinGenShift |
 	// joinClosed once Run has run out of chunks | helpers admitted. A
 	// helper touches the job only after joining it, so Run waits for the
@@ -52,6 +59,40 @@ type Pool struct {
 	// process on its core): those find the job closed and skip it.
 	join     atomic.Uint64
 	finished atomic.Int32 // helpers of the current job done with it
+}
+
+// region is one worker's run of chunks, padded to its own cache line.
+type region struct {
+	fb atomic.Uint64
+	_  [56]byte
+}
+
+// takeFront returns the region's first chunk and removes it, or -1.
+func (r *region) takeFront() int {
+	for {
+		v := r.fb.Load()
+		f, b := v>>32, v&(1<<32-1)
+		if f >= b {
+			return -1
+		}
+		if r.fb.CompareAndSwap(v, (f+1)<<32|b) {
+			return int(f)
+		}
+	}
+}
+
+// takeBack returns the region's last chunk and removes it, or -1.
+func (r *region) takeBack() int {
+	for {
+		v := r.fb.Load()
+		f, b := v>>32, v&(1<<32-1)
+		if f >= b {
+			return -1
+		}
+		if r.fb.CompareAndSwap(v, f<<32|(b-1)) {
+			return int(b - 1)
+		}
+	}
 }
 
 const (
@@ -70,7 +111,7 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads}
+	p := &Pool{threads: threads, regions: make([]region, threads)}
 	p.cond.L = &p.mu
 	for i := 1; i < threads; i++ {
 		go p.helper(i)
@@ -153,13 +194,22 @@ func (p *Pool) await(seen uint64) uint64 {
 	return j
 }
 
+// work runs worker's own chunks, then whatever chunks the others have
+// not taken yet, and returns when none is left to take.
 func (p *Pool) work(worker int) {
-	for {
-		lo := int(p.next.Add(int64(p.chunk))) - p.chunk
-		if lo >= p.total {
-			return
-		}
+	run := func(c int) {
+		lo := c * p.chunk
 		p.task.Run(worker, lo, min(lo+p.chunk, p.total))
+	}
+	for c := p.regions[worker].takeFront(); c >= 0; c = p.regions[worker].takeFront() {
+		run(c)
+	}
+	n := len(p.regions)
+	for k := 1; k < n; k++ {
+		r := &p.regions[(worker+k)%n]
+		for c := r.takeBack(); c >= 0; c = r.takeBack() {
+			run(c)
+		}
 	}
 }
 
@@ -181,7 +231,16 @@ func (p *Pool) Run(t Task, n, grain int) {
 	chunks := (n + chunk - 1) / chunk
 	helpers := min(p.threads-1, chunks-1)
 	p.task, p.total, p.chunk = t, n, chunk
-	p.next.Store(0)
+	// The chunks split evenly into one run per worker taking part; the
+	// runs of workers left out are empty.
+	workers := helpers + 1
+	for w := range p.regions {
+		var f, b int
+		if w < workers {
+			f, b = w*chunks/workers, (w+1)*chunks/workers
+		}
+		p.regions[w].fb.Store(uint64(f)<<32 | uint64(b))
+	}
 	p.finished.Store(0)
 	p.publish(helpers)
 	p.work(0)
