@@ -49,8 +49,10 @@ type Pool struct {
 	// prefetcher keeps streaming across its chunks (interleaving the
 	// workers' chunks cost a fifth of a two-thread decode's bandwidth);
 	// once its run is empty it takes the others' from the back, so a
-	// worker whose core is busy elsewhere holds nobody up.
+	// worker whose core is busy elsewhere holds nobody up. runs is the
+	// current job's: regions[:workers taking part].
 	regions []region
+	runs    []region
 	job     atomic.Uint64 // generation<<jobGenShift | how many helpers (1..n) may take part
 	// join admits helpers to the current job: generation<<joinGenShift |
 	// joinClosed once Run has run out of chunks | helpers admitted. A
@@ -67,30 +69,21 @@ type region struct {
 	_  [56]byte
 }
 
-// takeFront returns the region's first chunk and removes it, or -1.
-func (r *region) takeFront() int {
+// take removes the region's first chunk (its last when back) and returns
+// it, or -1 when the region is empty.
+func (r *region) take(back bool) int {
 	for {
 		v := r.fb.Load()
 		f, b := v>>32, v&(1<<32-1)
 		if f >= b {
 			return -1
 		}
-		if r.fb.CompareAndSwap(v, (f+1)<<32|b) {
-			return int(f)
+		next, c := (f+1)<<32|b, f
+		if back {
+			next, c = f<<32|(b-1), b-1
 		}
-	}
-}
-
-// takeBack returns the region's last chunk and removes it, or -1.
-func (r *region) takeBack() int {
-	for {
-		v := r.fb.Load()
-		f, b := v>>32, v&(1<<32-1)
-		if f >= b {
-			return -1
-		}
-		if r.fb.CompareAndSwap(v, f<<32|(b-1)) {
-			return int(b - 1)
+		if r.fb.CompareAndSwap(v, next) {
+			return int(c)
 		}
 	}
 }
@@ -201,13 +194,13 @@ func (p *Pool) work(worker int) {
 		lo := c * p.chunk
 		p.task.Run(worker, lo, min(lo+p.chunk, p.total))
 	}
-	for c := p.regions[worker].takeFront(); c >= 0; c = p.regions[worker].takeFront() {
+	runs := p.runs
+	for c := runs[worker].take(false); c >= 0; c = runs[worker].take(false) {
 		run(c)
 	}
-	n := len(p.regions)
-	for k := 1; k < n; k++ {
-		r := &p.regions[(worker+k)%n]
-		for c := r.takeBack(); c >= 0; c = r.takeBack() {
+	for k := 1; k < len(runs); k++ {
+		r := &runs[(worker+k)%len(runs)]
+		for c := r.take(true); c >= 0; c = r.take(true) {
 			run(c)
 		}
 	}
@@ -231,15 +224,12 @@ func (p *Pool) Run(t Task, n, grain int) {
 	chunks := (n + chunk - 1) / chunk
 	helpers := min(p.threads-1, chunks-1)
 	p.task, p.total, p.chunk = t, n, chunk
-	// The chunks split evenly into one run per worker taking part; the
-	// runs of workers left out are empty.
+	// The chunks split evenly into one run per worker taking part.
 	workers := helpers + 1
-	for w := range p.regions {
-		var f, b int
-		if w < workers {
-			f, b = w*chunks/workers, (w+1)*chunks/workers
-		}
-		p.regions[w].fb.Store(uint64(f)<<32 | uint64(b))
+	p.runs = p.regions[:workers]
+	for w := range p.runs {
+		f, b := w*chunks/workers, (w+1)*chunks/workers
+		p.runs[w].fb.Store(uint64(f)<<32 | uint64(b))
 	}
 	p.finished.Store(0)
 	p.publish(helpers)
