@@ -63,3 +63,42 @@ func TestTruncatedTableSameAsMap(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatCharRows: repeatChar's shifted layer template gives every
+// state the row worked out state by state from the definition.
+func TestRepeatCharRows(t *testing.T) {
+	char, err := leafDFA(jsonChar(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, ncls := char.states(), char.ncls
+	for _, b := range []struct{ min, max int }{{0, 0}, {0, 1}, {1, 1}, {0, 7}, {3, 7}, {7, 7}, {2, 128}} {
+		d, err := repeatChar(char, b.min, b.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.states() != (b.max+1)*nc || d.ncls != ncls || d.cls != char.cls {
+			t.Fatalf("{%d,%d}: %d states, %d classes", b.min, b.max, d.states(), d.ncls)
+		}
+		for q := 0; q < d.states(); q++ {
+			// State (i, c): i characters done, c inside the next one.
+			i, c := q/nc, q%nc
+			for k := 0; k < ncls; k++ {
+				want := int32(-1)
+				switch u := char.trans[c*ncls+k]; {
+				case u < 0 || char.accept[c] || i == b.max: // at max no character may start
+				case char.accept[u]:
+					want = int32((i + 1) * nc)
+				default:
+					want = int32(i*nc) + u
+				}
+				if got := d.trans[q*ncls+k]; got != want {
+					t.Fatalf("{%d,%d}: state %d class %d goes to %d, want %d", b.min, b.max, q, k, got, want)
+				}
+			}
+			if want := c == 0 && i >= b.min; d.accept[q] != want {
+				t.Fatalf("{%d,%d}: state %d accepts %v", b.min, b.max, q, d.accept[q])
+			}
+		}
+	}
+}
