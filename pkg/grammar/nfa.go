@@ -55,23 +55,31 @@ type nfa struct {
 	bytes [][]byteEdge
 	calls [][]callEdge
 	eps   [][]int32
+
+	keyBuf []byte // leafKey's serialization, reused
 }
 
 func (n *nfa) state() int32 {
+	// After reset the state lists keep their length-0 edge lists: a
+	// state reuses the one at its index, so rebuilding rule after rule
+	// (compile after compile, through the pool) does not regrow them.
+	i := len(n.eps)
+	if i < cap(n.eps) && i < cap(n.bytes) && i < cap(n.calls) {
+		n.bytes, n.calls, n.eps = n.bytes[:i+1], n.calls[:i+1], n.eps[:i+1]
+		n.bytes[i], n.calls[i], n.eps[i] = n.bytes[i][:0], n.calls[i][:0], n.eps[i][:0]
+		return int32(i)
+	}
 	n.bytes = append(n.bytes, nil)
 	n.calls = append(n.calls, nil)
 	n.eps = append(n.eps, nil)
-	return int32(len(n.eps) - 1)
+	return int32(i)
 }
 
 func (n *nfa) size() int { return len(n.eps) }
 
-// reset empties n for the next rule, keeping its capacity. The per-state
-// edge lists are cleared, not kept: a frag appends to them.
+// reset empties n for the next rule, keeping its capacity, the per-state
+// edge lists' included (state truncates the one it hands out).
 func (n *nfa) reset() {
-	clear(n.bytes)
-	clear(n.calls)
-	clear(n.eps)
 	n.bytes, n.calls, n.eps = n.bytes[:0], n.calls[:0], n.eps[:0]
 }
 
@@ -174,7 +182,8 @@ func rep(f frag, min, max int) frag {
 // leafKey hashes an automaton without calls (ok false when it has some):
 // equal keys determinize to equal DFAs.
 func (n *nfa) leafKey(start, final int32) (key [32]byte, ok bool) {
-	buf := make([]byte, 0, 64*len(n.eps))
+	buf := n.keyBuf[:0]
+	defer func() { n.keyBuf = buf[:0] }()
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(start))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(final))
 	for s := range n.eps {

@@ -5,7 +5,8 @@ import "fmt"
 // leafDFA determinizes a call-free fragment (through the shared cache
 // when there is one) into a finished DFA.
 func leafDFA(f frag, leaves *leafDFAs) (*dfa, error) {
-	n := &nfa{}
+	n := leaves.nfa()
+	defer leaves.release(n)
 	s, e := n.state(), n.state()
 	f(n, s, e)
 	key, _ := n.leafKey(s, e)
