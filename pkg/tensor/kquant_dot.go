@@ -274,38 +274,66 @@ func (m *mmTask) rowsK(o *Out, r0, r1 int) {
 }
 
 // rowsQ4Kx8 computes rows [r0, r1) (multiples of 8) of a packed q4_K
-// matrix: a block of groups stays in L2 while every token passes, four
-// consecutive tokens of the same rounding at a time where they can
-// (q4Kx8x4 splits each weight byte once for the four) and one at a time
-// otherwise; either way a token gets the same bits.
+// matrix: a block of groups stays in L2 while every token passes, eight
+// or four consecutive tokens of the same rounding at a time where they can
+// (q4Kx16x8 and q4Kx8x4 split each weight byte once for the eight or four)
+// and one at a time otherwise; either way a token gets the same bits.
 func (m *mmTask) rowsQ4Kx8(o *Out, r0, r1 int) {
 	w, cols, nOut := o.W, m.cols, o.W.Rows
 	nb := cols / QKK
 	gb := nb * q4Kx8GroupBytes
 	groupBlock := max(1, blockWeights/gb)
 	gemm := func(t int) bool { return m.modes != nil && m.modes[t]&RowGemm4 != 0 }
+	// same reports whether tokens t..t+n-1 exist and share t's rounding.
+	same := func(t, n int) bool {
+		if t+n > m.T {
+			return false
+		}
+		for k := 1; k < n; k++ {
+			if gemm(t+k) != gemm(t) {
+				return false
+			}
+		}
+		return true
+	}
 	var res4 [32]float32
 	var res16 [64]float32
+	var res32 [128]float32
 	for b0 := r0 / 8; b0 < r1/8; b0 += groupBlock {
 		b1 := min(r1/8, b0+groupBlock)
 		for t := 0; t < m.T; {
 			g4 := gemm(t)
-			if t+4 <= m.T && gemm(t+1) == g4 && gemm(t+2) == g4 && gemm(t+3) == g4 {
-				xq, xd, xb := m.xk.Q[t*cols:(t+4)*cols], m.xk.D[t*nb:(t+4)*nb], m.xk.BSums[16*t*nb:16*(t+4)*nb]
-				g := b0
-				// Two groups per 512-bit register where the CPU has them.
-				for ; g+2 <= b1 && q4Kx16x4(w.k4[g*gb:(g+2)*gb], nb, xq, xd, xb, g4, &res16); g += 2 {
-					for k := 0; k < 4; k++ {
-						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+16], res16[16*k:16*k+16])
+			if same(t, 4) {
+				n, g8 := 4, b0
+				// Eight tokens against two groups per 512-bit register where
+				// the CPU has them; the group left over (and every group
+				// on other CPUs) four tokens at a time below.
+				if same(t, 8) {
+					n = 8
+					xq, xd, xb := m.xk.Q[t*cols:(t+8)*cols], m.xk.D[t*nb:(t+8)*nb], m.xk.BSums[16*t*nb:16*(t+8)*nb]
+					for ; g8+2 <= b1 && q4Kx16x8(w.k4[g8*gb:(g8+2)*gb], nb, xq, xd, xb, g4, &res32); g8 += 2 {
+						for k := 0; k < 8; k++ {
+							copy(o.Y[(t+k)*nOut+8*g8:(t+k)*nOut+8*g8+16], res32[16*k:16*k+16])
+						}
 					}
 				}
-				for ; g < b1; g++ {
-					q4Kx8x4(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xb, g4, &res4)
-					for k := 0; k < 4; k++ {
-						copy(o.Y[(t+k)*nOut+8*g:(t+k)*nOut+8*g+8], res4[8*k:8*k+8])
+				for t4 := t; t4 < t+n; t4 += 4 {
+					xq, xd, xb := m.xk.Q[t4*cols:(t4+4)*cols], m.xk.D[t4*nb:(t4+4)*nb], m.xk.BSums[16*t4*nb:16*(t4+4)*nb]
+					g := g8
+					// Two groups per 512-bit register where the CPU has them.
+					for ; g+2 <= b1 && q4Kx16x4(w.k4[g*gb:(g+2)*gb], nb, xq, xd, xb, g4, &res16); g += 2 {
+						for k := 0; k < 4; k++ {
+							copy(o.Y[(t4+k)*nOut+8*g:(t4+k)*nOut+8*g+16], res16[16*k:16*k+16])
+						}
+					}
+					for ; g < b1; g++ {
+						q4Kx8x4(w.k4[g*gb:(g+1)*gb], nb, xq, xd, xb, g4, &res4)
+						for k := 0; k < 4; k++ {
+							copy(o.Y[(t4+k)*nOut+8*g:(t4+k)*nOut+8*g+8], res4[8*k:8*k+8])
+						}
 					}
 				}
-				t += 4
+				t += n
 				continue
 			}
 			xq, xd, xs := m.xk.Q[t*cols:(t+1)*cols], m.xk.D[t*nb:(t+1)*nb], m.xk.S[8*t*nb:8*(t+1)*nb]
