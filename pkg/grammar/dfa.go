@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"unsafe"
 )
@@ -11,7 +12,7 @@ import (
 // dfa is one rule: a deterministic automaton over bytes whose states may
 // also call rules. State 0 is the start.
 type dfa struct {
-	trans    []int32 // state*ncls+cls[byte] → state, -1 dead
+	trans    []int16 // state*ncls+cls[byte] → state, -1 dead (see maxDFAStates)
 	cls      [256]uint8
 	ncls     int
 	accept   []bool
@@ -57,10 +58,16 @@ func (d *dfa) countedLang(q int32) ([32]byte, bool) {
 func (d *dfa) states() int { return len(d.accept) }
 
 // next is the state after byte b from q (-1: dead).
-func (d *dfa) next(q int32, b byte) int32 { return d.trans[int(q)*d.ncls+int(d.cls[b])] }
+func (d *dfa) next(q int32, b byte) int32 { return int32(d.trans[int(q)*d.ncls+int(d.cls[b])]) }
 
 // maxDFAStates bounds one rule's automaton; beyond it a schema is refused.
+// Transition tables hold int16 states: half the bytes of int32, and a
+// bounded string's table (hundreds of layers of the character automaton)
+// was a third of a corpus compile's allocation. A quoted automaton adds
+// two states to its content's, so that must still fit.
 const maxDFAStates = 1 << 14
+
+var _ [math.MaxInt16 - (maxDFAStates + 2)]struct{} // compile-time: states fit in int16
 
 // determinize builds the DFA of n with accepting NFA state final.
 func determinize(n *nfa, start, final int32) (*dfa, error) {
@@ -134,7 +141,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		index[string(keyBuf)] = id
 		d.accept = append(d.accept, slices.Contains(set, final))
 		d.calls = append(d.calls, nil)
-		d.trans = append(d.trans, make([]int32, d.ncls)...)
+		d.trans = append(d.trans, make([]int16, d.ncls)...)
 		queue = append(queue, slices.Clone(set))
 		return id, nil
 	}
@@ -142,7 +149,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		return nil, err
 	}
 	seeds := make([][]int32, len(reps))
-	row := make([]int32, len(reps))
+	row := make([]int16, len(reps))
 	var seed []int32
 	for q := 0; q < len(queue); q++ {
 		set := queue[q]
@@ -163,7 +170,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 			if err != nil {
 				return nil, err
 			}
-			row[c] = id
+			row[c] = int16(id)
 		}
 		copy(d.trans[q*d.ncls:], row)
 		var rules []int32
@@ -305,7 +312,7 @@ func (d *dfa) hashTables() {
 	h := sha256.New()
 	h.Write(d.cls[:])
 	if len(d.trans) > 0 {
-		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&d.trans[0])), 4*len(d.trans)))
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&d.trans[0])), 2*len(d.trans)))
 	}
 	for _, a := range d.accept {
 		if a {
@@ -325,7 +332,7 @@ func (d *dfa) trim(productive []bool) bool {
 	// Reverse edges, then a backward search from the accepting states.
 	rev := make([][]int32, n)
 	for q := 0; q < n; q++ {
-		last := int32(-2)
+		last := int16(-2)
 		for c := 0; c < d.ncls; c++ {
 			if t := d.trans[q*d.ncls+c]; t >= 0 && t != last {
 				rev[t] = append(rev[t], int32(q))

@@ -310,7 +310,7 @@ func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
 		}
 		if !nullOnly {
 			for c := 0; c < d.ncls; c++ {
-				visit(d.trans[int(q)*d.ncls+c])
+				visit(int32(d.trans[int(q)*d.ncls+c]))
 			}
 		}
 		for _, e := range d.callsAt(q) {

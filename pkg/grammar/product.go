@@ -76,7 +76,7 @@ func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, erro
 		}
 		out.accept = append(out.accept, keep(acc))
 		out.calls = append(out.calls, nil)
-		out.trans = append(out.trans, make([]int32, out.ncls)...)
+		out.trans = append(out.trans, make([]int16, out.ncls)...)
 		queue = append(queue, qs)
 		return id, nil
 	}
@@ -104,7 +104,7 @@ func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, erro
 			if err != nil {
 				return nil, nil, err
 			}
-			out.trans[q*out.ncls+c] = id
+			out.trans[q*out.ncls+c] = int16(id)
 		}
 	}
 	out.trim(nil)

@@ -19,7 +19,7 @@ func repeatChar(char *dfa, min, max int) (*dfa, error) {
 	// State (i, c): i characters done, c inside the next one.
 	nc, ncls := char.states(), char.ncls
 	n := (max + 1) * nc
-	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int32, n*ncls), accept: make([]bool, n)}
+	d := &dfa{cls: char.cls, ncls: ncls, trans: make([]int16, n*ncls), accept: make([]bool, n)}
 	same := make([]int, ncls)
 	for k := range same {
 		same[k] = k
@@ -63,9 +63,9 @@ func repeatID(char *dfa, min, max int) [][]byte {
 // (relative to the layer's first state) are worked out once and each
 // layer is that template shifted, a third of the time of working out
 // every state's row. Layer max takes no character.
-func repeatLayers(char *dfa, max int, oldOf []int, shift int32, trans []int32) {
+func repeatLayers(char *dfa, max int, oldOf []int, shift int16, trans []int16) {
 	nc, cn, ncls := char.states(), char.ncls, len(oldOf)
-	tmpl := make([]int32, nc*ncls)
+	tmpl := make([]int16, nc*ncls)
 	for c := 0; c < nc; c++ {
 		for k, o := range oldOf {
 			t := char.trans[c*cn+o]
@@ -73,7 +73,7 @@ func repeatLayers(char *dfa, max int, oldOf []int, shift int32, trans []int32) {
 			case t < 0 || char.accept[c]:
 				tmpl[c*ncls+k] = -1
 			case char.accept[t]:
-				tmpl[c*ncls+k] = int32(nc) // the next layer's first state
+				tmpl[c*ncls+k] = int16(nc) // the next layer's first state
 			default:
 				tmpl[c*ncls+k] = t
 			}
@@ -87,7 +87,7 @@ func repeatLayers(char *dfa, max int, oldOf []int, shift int32, trans []int32) {
 			}
 			continue
 		}
-		base := int32(i*nc) + shift
+		base := int16(i*nc) + shift
 		for j, t := range tmpl {
 			if t >= 0 {
 				t += base
@@ -109,7 +109,7 @@ func quotedRepeat(char *dfa, min, max int) (*dfa, error) {
 	cls, oldOf := splitQuote(&char.cls)
 	quote, ncls := int(cls['"']), len(oldOf)
 	n := (max + 1) * nc
-	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2)}
+	d := &dfa{cls: cls, ncls: ncls, trans: make([]int16, (n+2)*ncls), accept: make([]bool, n+2)}
 	for i := range ncls {
 		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
@@ -118,7 +118,7 @@ func quotedRepeat(char *dfa, min, max int) (*dfa, error) {
 	// first state of each layer from min on also takes the closing one.
 	repeatLayers(char, max, oldOf, 1, d.trans[ncls:(n+1)*ncls])
 	for i := min; i <= max; i++ {
-		d.trans[(i*nc+1)*ncls+quote] = int32(n + 1)
+		d.trans[(i*nc+1)*ncls+quote] = int16(n + 1)
 	}
 	d.accept[n+1] = true
 	content := derivedHash("repeat", repeatID(char, min, max)...)
@@ -151,11 +151,11 @@ func splitQuote(contentCls *[256]uint8) ([256]uint8, []int) {
 // in contentCls's classes: state 0 takes the opening quote, state q+1 is
 // content state q (row gives its row and acceptance; an accepting one also
 // takes the closing quote), state n+1 is done.
-func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int32, bool)) *dfa {
+func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int16, bool)) *dfa {
 	cls, oldOf := splitQuote(contentCls)
 	quote := int(cls['"'])
 	ncls := len(oldOf)
-	d := &dfa{cls: cls, ncls: ncls, trans: make([]int32, (n+2)*ncls), accept: make([]bool, n+2)}
+	d := &dfa{cls: cls, ncls: ncls, trans: make([]int16, (n+2)*ncls), accept: make([]bool, n+2)}
 	for i := range ncls {
 		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
@@ -171,7 +171,7 @@ func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int32, bool)) *
 			}
 		}
 		if acc {
-			dst[quote] = int32(n + 1)
+			dst[quote] = int16(n + 1)
 		}
 	}
 	d.accept[n+1] = true
@@ -183,7 +183,7 @@ func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int32, bool)) *
 // unambiguous.
 func quoted(content *dfa) *dfa {
 	cn := content.ncls
-	d := quoteRows(&content.cls, content.states(), func(q int) ([]int32, bool) {
+	d := quoteRows(&content.cls, content.states(), func(q int) ([]int16, bool) {
 		return content.trans[q*cn : (q+1)*cn], content.accept[q]
 	})
 	// Content is trimmed, so is this; a function of content alone.
@@ -222,7 +222,7 @@ func (d *dfa) cyclic() bool {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		t := d.trans[int(f.q)*d.ncls+int(f.c)]
+		t := int32(d.trans[int(f.q)*d.ncls+int(f.c)])
 		f.c++
 		if t < 0 {
 			continue
@@ -312,12 +312,12 @@ func truncatedTable(d *dfa, maxChars, denseMax int) (*dfa, error) {
 	number(queue[0], 0)
 	out.accept = make([]bool, 1, est)
 	out.accept[0] = d.accept[0]
-	out.trans = make([]int32, ncls, est*ncls)
+	out.trans = make([]int16, ncls, est*ncls)
 	for qi := 0; qi < len(queue); qi++ {
 		k := queue[qi]
 		for c := 0; c < ncls; c++ {
 			out.trans[qi*ncls+c] = -1
-			t := d.trans[int(k.p)*d.ncls+oldOf[c]]
+			t := int32(d.trans[int(k.p)*d.ncls+oldOf[c]])
 			if t < 0 {
 				continue
 			}
@@ -337,9 +337,9 @@ func truncatedTable(d *dfa, maxChars, denseMax int) (*dfa, error) {
 				number(nk, id)
 				queue = append(queue, nk)
 				out.accept = append(out.accept, d.accept[t])
-				out.trans = append(out.trans, make([]int32, ncls)...)
+				out.trans = append(out.trans, make([]int16, ncls)...)
 			}
-			out.trans[qi*ncls+c] = id
+			out.trans[qi*ncls+c] = int16(id)
 		}
 	}
 	out.trim(nil)

@@ -90,9 +90,9 @@ func TestRepeatCharRows(t *testing.T) {
 				case char.accept[u]:
 					want = int32((i + 1) * nc)
 				default:
-					want = int32(i*nc) + u
+					want = int32(i*nc) + int32(u)
 				}
-				if got := d.trans[q*ncls+k]; got != want {
+				if got := int32(d.trans[q*ncls+k]); got != want {
 					t.Fatalf("{%d,%d}: state %d class %d goes to %d, want %d", b.min, b.max, q, k, got, want)
 				}
 			}

@@ -125,7 +125,7 @@ func (w *walker) fast(n int32, s *stack, d *dfa) {
 	trans, cls, ncls := d.trans, &d.cls, d.ncls
 	for i := n + 1; i < end; {
 		dep := v.nodeDepth[i]
-		q := trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])]
+		q := int32(trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])])
 		if q < 0 {
 			i = v.nodeEnd[i]
 			continue
@@ -292,7 +292,7 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 	trans, cls, ncls := d.trans, &d.cls, d.ncls
 	for i := int32(1); i < int32(len(v.nodeByte)); {
 		dep := v.nodeDepth[i]
-		q := trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])]
+		q := int32(trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])])
 		if q < 0 {
 			i = v.nodeEnd[i]
 			continue
@@ -679,7 +679,7 @@ func (v *Vocab) computeCutBase(c *cutInfo, q0 int32) *cutBase {
 	for i := int32(1); i < int32(len(v.nodeByte)); {
 		dep := v.nodeDepth[i]
 		b := v.nodeByte[i]
-		q := trans[int(st[dep-1])*ncls+int(cls[b])]
+		q := int32(trans[int(st[dep-1])*ncls+int(cls[b])])
 		if q < 0 {
 			i = v.nodeEnd[i]
 			continue
