@@ -1,6 +1,8 @@
 package chattmpl
 
 import (
+	"errors"
+
 	"github.com/ardanlabs/jinja"
 )
 
@@ -24,9 +26,9 @@ func truthFilterRename(name string, argc int) string {
 		return fnSelect
 	case name == "reject" && argc == 0:
 		return fnReject
-	case name == "selectattr" && argc == 1:
+	case name == "selectattr" && argc <= 1:
 		return fnSelectAttr
-	case name == "rejectattr" && argc == 1:
+	case name == "rejectattr" && argc <= 1:
 		return fnRejectAttr
 	}
 	return ""
@@ -43,7 +45,10 @@ func addTruthFilters(data map[string]jinja.Value) {
 // named by the first argument) that are truthy, or with negate falsy.
 func truthFilter(negate, byAttr bool) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) == 0 || (byAttr && len(args) < 2) {
+		if byAttr && len(args) < 2 {
+			return jinja.Undefined(), errors.New("missing parameter for attribute name") // jinja2's FilterArgumentError
+		}
+		if len(args) == 0 {
 			return jinja.NewList(nil), nil
 		}
 		items, err := pyIter(args[0])
@@ -76,13 +81,16 @@ func truthFilter(negate, byAttr bool) func([]jinja.Value, map[string]jinja.Value
 	}
 }
 
-// filterArgCount counts the call arguments of the filter at sig[n] (0 when
-// it is not called), scanning to the matching ')'.
+// filterArgCount counts the positional call arguments of the filter at
+// sig[n] (0 when it is not called), scanning to the matching ')'. Keyword
+// arguments (name=value) do not count: without a positional test name
+// jinja2 filters by truthiness whatever keywords come along, and the
+// library slices its positional list all the same.
 func filterArgCount(toks []ctok, sig []int, n int) int {
 	if n+1 >= len(sig) || toks[sig[n+1]].text != "(" {
 		return 0
 	}
-	depth, argc, empty := 0, 0, true
+	depth, argc, empty, keyword := 0, 0, true, false
 	for m := n + 1; m < len(sig); m++ {
 		t := toks[sig[m]]
 		switch t.kind {
@@ -94,16 +102,23 @@ func filterArgCount(toks []ctok, sig []int, n int) int {
 		case ctClose:
 			depth--
 			if depth == 0 {
-				if !empty {
+				if !empty && !keyword {
 					argc++
 				}
 				return argc
 			}
 		}
 		if depth == 1 && t.kind == ctOp && t.text == "," {
-			argc++
-			empty = true
+			if !keyword {
+				argc++
+			}
+			empty, keyword = true, false
 			continue
+		}
+		if depth == 1 && empty && t.kind == ctName && m+1 < len(sig) {
+			if nt := toks[sig[m+1]]; nt.kind == ctOp && nt.text == "=" {
+				keyword = true
+			}
 		}
 		empty = false
 	}
