@@ -2,16 +2,7 @@
 // per lane the integers and float steps of q4kx8x4_amd64.s's kernels.
 
 #include "textflag.h"
-
-DATA zm4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL zm4<>(SB), RODATA|NOPTR, $8
-
-#define ZNEXT \
-	ADDQ $1184, SI \
-	ADDQ $256, DI  \
-	ADDQ $4, DX    \
-	ADDQ $32, BX   \
-	DECQ CX
+#include "q4kx16_amd64.h"
 
 // The 512-bit kernels below compute two consecutive packed groups (16
 // rows: group g in lanes 0-7, group g+1 in lanes 8-15, R14 bytes apart)
@@ -40,30 +31,12 @@ GLOBL zm4<>(SB), RODATA|NOPTR, $8
 #define ZEVEN(C, XOFF) ZCOL(C, XOFF, Y8, Z8, Z9, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 #define ZODD(C, XOFF) ZCOL(C, XOFF, Y10, Z10, Z11, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 
-// ZBYTES16: the eight bytes at OFF of group g, then those of group g+1,
-// as 16 dwords in Z.
-#define ZBYTES16(OFF, Z) \
-	VMOVQ      (OFF)(SI), X14               \
-	VPINSRQ    $1, (OFF)(SI)(R14*1), X14, X14 \
-	VPMOVZXBD  X14, Z
-
-// ZDUP: ZBYTES16 with each byte twice as int16 (X4DUP).
-#define ZDUP(OFF, Z) \
-	ZBYTES16(OFF, Z)     \
-	VPSLLD  $16, Z, Z10  \
-	VPORD   Z10, Z, Z
-
 #define ZMINS(ADDR0, ADDR1, ZOUT) \
 	VPBROADCASTD ADDR0, Z10   \
 	VPMADDWD     Z8, Z10, Z10 \
 	VPBROADCASTD ADDR1, Z11   \
 	VPMADDWD     Z9, Z11, Z11 \
 	VPADDD       Z11, Z10, ZOUT
-
-#define ZSCALE(ZL, ZH) \
-	VPMULLD Z24, ZL, ZL \
-	VPMULLD Z25, ZH, ZH \
-	VPADDD  ZH, ZL, ZL
 
 // ZCHUNK(J): X4VCHUNK(J) for both groups; isum of token t in Z(2t), imin
 // in Z(2t+1).
@@ -100,43 +73,26 @@ GLOBL zm4<>(SB), RODATA|NOPTR, $8
 	VPADDD  Z21, Z5, Z5                \
 	VPADDD  Z22, Z6, Z6                \
 	VPADDD  Z23, Z7, Z7                \
-	ZBYTES16(32+16*(J), Z24)           \
-	ZBYTES16(40+16*(J), Z25)           \
-	ZSCALE(Z0, Z1)                     \
-	ZSCALE(Z2, Z3)                     \
-	ZSCALE(Z4, Z5)                     \
-	ZSCALE(Z6, Z7)                     \
-	ZDUP(96+16*(J), Z8)                \
-	ZDUP(104+16*(J), Z9)               \
+	Q16BYTES16(32+16*(J), Z24)           \
+	Q16BYTES16(40+16*(J), Z25)           \
+	Q16SCALE(Z0, Z1)                     \
+	Q16SCALE(Z2, Z3)                     \
+	Q16SCALE(Z4, Z5)                     \
+	Q16SCALE(Z6, Z7)                     \
+	Q16DUP(96+16*(J), Z8)                \
+	Q16DUP(104+16*(J), Z9)               \
 	ZMINS((8*(J))(BX), (8*(J)+4)(BX), Z1)                   \
 	ZMINS((8*(J))(BX)(R12*1), (8*(J)+4)(BX)(R12*1), Z3)     \
 	ZMINS((8*(J))(BX)(R12*2), (8*(J)+4)(BX)(R12*2), Z5)     \
 	ZMINS((8*(J))(BX)(R13*1), (8*(J)+4)(BX)(R13*1), Z7)
 
-// ZFUSE1 / ZFUSE: X4FUSE1 / X4FUSE over 16 lanes (Z24 / Z25: the rows' d
-// and dmin).
-#define ZFUSE1(DYADDR, ZI, ZM, OFF) \
-	VBROADCASTSS DYADDR, Z10            \
-	VMULPS       Z10, Z24, Z11          \
-	VMULPS       Z10, Z25, Z10          \
-	VCVTDQ2PS    ZI, ZI                 \
-	VCVTDQ2PS    ZM, ZM                 \
-	VFMADD213PS  (OFF)(SP), Z11, ZI     \
-	VMOVUPS      ZI, (OFF)(SP)          \
-	VFMADD213PS  (256+OFF)(SP), Z10, ZM \
-	VMOVUPS      ZM, (256+OFF)(SP)
-
+// ZFUSE: X4FUSE over 16 lanes.
 #define ZFUSE \
-	VMOVDQU     (SI), X14                      \
-	VINSERTI128 $1, (SI)(R14*1), Y14, Y14      \
-	VCVTPH2PS   Y14, Z24                       \
-	VMOVDQU     16(SI), X14                    \
-	VINSERTI128 $1, 16(SI)(R14*1), Y14, Y14    \
-	VCVTPH2PS   Y14, Z25                       \
-	ZFUSE1((DX), Z0, Z1, 0)                    \
-	ZFUSE1((DX)(R10*1), Z2, Z3, 64)            \
-	ZFUSE1((DX)(R10*2), Z4, Z5, 128)           \
-	ZFUSE1((DX)(R11*1), Z6, Z7, 192)
+	Q16DMIN                                 \
+	Q16FUSE1((DX), Z0, Z1, 0, 256)          \
+	Q16FUSE1((DX)(R10*1), Z2, Z3, 64, 256)  \
+	Q16FUSE1((DX)(R10*2), Z4, Z5, 128, 256) \
+	Q16FUSE1((DX)(R11*1), Z6, Z7, 192, 256)
 
 // ZTOTAL / ZADD / ZADDLAST keep the gemv's per-super-block integer sums
 // in Z26-Z31, Z12, Z13.
@@ -171,22 +127,7 @@ GLOBL zm4<>(SB), RODATA|NOPTR, $8
 	VPADDD Z13, Z7, Z7
 
 #define ZSETUP \
-	MOVQ    w+0(FP), SI          \
-	MOVQ    gstride+8(FP), R14   \
-	MOVQ    nb+16(FP), CX        \
-	MOVQ    xq+24(FP), DI        \
-	MOVQ    xd+32(FP), DX        \
-	MOVQ    bs+40(FP), BX        \
-	MOVQ    CX, R8               \
-	SHLQ    $8, R8               \
-	LEAQ    (R8)(R8*2), R9       \
-	MOVQ    CX, R10              \
-	SHLQ    $2, R10              \
-	LEAQ    (R10)(R10*2), R11    \
-	MOVQ    CX, R12              \
-	SHLQ    $5, R12              \
-	LEAQ    (R12)(R12*2), R13    \
-	VPBROADCASTQ zm4<>(SB), Z15 \
+	Q16ARGS                      \
 	VPXORD  Z0, Z0, Z0           \
 	VMOVUPS Z0, 0(SP)            \
 	VMOVUPS Z0, 64(SP)           \
@@ -232,7 +173,7 @@ zgemvloop:
 	ZCHUNK(3)
 	ZADDLAST
 	ZFUSE
-	ZNEXT
+	Q16NEXT
 	JNZ zgemvloop
 	ZDONE
 
@@ -250,6 +191,6 @@ zgemmloop:
 	ZFUSE
 	ZCHUNK(3)
 	ZFUSE
-	ZNEXT
+	Q16NEXT
 	JNZ zgemmloop
 	ZDONE

@@ -2,9 +2,7 @@
 // kernels, for eight tokens instead of four.
 
 #include "textflag.h"
-
-DATA ym4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL ym4<>(SB), RODATA|NOPTR, $8
+#include "q4kx16_amd64.h"
 
 // The kernels below are q4Kx16x4GemvVNNI / q4Kx16x4GemmVNNI against eight
 // tokens: each 16-row weight column is loaded and split into nibbles once
@@ -13,13 +11,6 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 // the four-token kernels', so the same bits. Tokens 0-3 are addressed from
 // DI / BX / DX, tokens 4-7 from AX, set to token 4's row of the operand before
 // each use. Frame: acc[t] at 64t, accMin[t] at 512+64t.
-
-#define YNEXT \
-	ADDQ $1184, SI \
-	ADDQ $256, DI  \
-	ADDQ $4, DX    \
-	ADDQ $32, BX   \
-	DECQ CX
 
 // YCOL: column C of both groups against the eight tokens; isum parts of
 // token t in Z(2t) (low nibbles) and Z(2t+1) (high) for t < 4, in
@@ -52,21 +43,8 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 #define YEVEN(C, XOFF) YCOL(C, XOFF, Y8, Z8, Z9)
 #define YODD(C, XOFF) YCOL(C, XOFF, Y10, Z10, Z11)
 
-// YBYTES16: the eight bytes at OFF of group g, then those of group g+1,
-// as 16 dwords in Z.
-#define YBYTES16(OFF, Z) \
-	VMOVQ      (OFF)(SI), X14                 \
-	VPINSRQ    $1, (OFF)(SI)(R14*1), X14, X14 \
-	VPMOVZXBD  X14, Z
-
-// YDUP: YBYTES16 with each byte twice as int16.
-#define YDUP(OFF, Z) \
-	YBYTES16(OFF, Z)     \
-	VPSLLD  $16, Z, Z10  \
-	VPORD   Z10, Z, Z
-
 // YMINS: one token's mins of the chunk's two sub-blocks (Z8, Z9: the mins
-// as YDUP; ADDR0 / ADDR1: the token's two 16-value sums of each) into
+// as Q16DUP; ADDR0 / ADDR1: the token's two 16-value sums of each) into
 // ZOUT; YMINSADD adds them to ZOUT. One VPDPWSSD per sub-block is the
 // VPMADDWD and VPADDD of q4kx16x4_amd64.s's ZMINS: the same integers.
 #define YMINS(ADDR0, ADDR1, ZOUT) \
@@ -76,11 +54,6 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 #define YMINSADD(ADDR0, ADDR1, ZOUT) \
 	VPDPWSSD.BCST ADDR0, Z8, ZOUT \
 	VPDPWSSD.BCST ADDR1, Z9, ZOUT
-
-#define YSCALE(ZL, ZH) \
-	VPMULLD Z24, ZL, ZL \
-	VPMULLD Z25, ZH, ZH \
-	VPADDD  ZH, ZL, ZL
 
 // YCHUNK(J): chunk J's scaled integer sums: token t's isum in the even
 // register of its pair (Z0, Z2, Z4, Z6, Z16, Z18, Z20, Z22).
@@ -110,22 +83,22 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 	YODD(8*(J)+5, 64*(J)+20)           \
 	YEVEN(8*(J)+6, 64*(J)+24)          \
 	YODD(8*(J)+7, 64*(J)+28)           \
-	YBYTES16(32+16*(J), Z24)           \
-	YBYTES16(40+16*(J), Z25)           \
-	YSCALE(Z0, Z1)                     \
-	YSCALE(Z2, Z3)                     \
-	YSCALE(Z4, Z5)                     \
-	YSCALE(Z6, Z7)                     \
-	YSCALE(Z16, Z17)                   \
-	YSCALE(Z18, Z19)                   \
-	YSCALE(Z20, Z21)                   \
-	YSCALE(Z22, Z23)
+	Q16BYTES16(32+16*(J), Z24)           \
+	Q16BYTES16(40+16*(J), Z25)           \
+	Q16SCALE(Z0, Z1)                     \
+	Q16SCALE(Z2, Z3)                     \
+	Q16SCALE(Z4, Z5)                     \
+	Q16SCALE(Z6, Z7)                     \
+	Q16SCALE(Z16, Z17)                   \
+	Q16SCALE(Z18, Z19)                   \
+	Q16SCALE(Z20, Z21)                   \
+	Q16SCALE(Z22, Z23)
 
 // YMINCHUNK(J, OP): chunk J's mins of every token, OP (YMINS or YMINSADD)
 // into the odd register of its pair.
 #define YMINCHUNK(J, OP) \
-	YDUP(96+16*(J), Z8)                                  \
-	YDUP(104+16*(J), Z9)                                 \
+	Q16DUP(96+16*(J), Z8)                                  \
+	Q16DUP(104+16*(J), Z9)                                 \
 	OP((8*(J))(BX), (8*(J)+4)(BX), Z1)                   \
 	OP((8*(J))(BX)(R12*1), (8*(J)+4)(BX)(R12*1), Z3)     \
 	OP((8*(J))(BX)(R12*2), (8*(J)+4)(BX)(R12*2), Z5)     \
@@ -136,35 +109,18 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 	OP((8*(J))(AX)(R12*2), (8*(J)+4)(AX)(R12*2), Z21)    \
 	OP((8*(J))(AX)(R13*1), (8*(J)+4)(AX)(R13*1), Z23)
 
-// YFUSE1 / YFUSE: ZFUSE1 / ZFUSE of q4kx16x4_amd64.s over eight tokens
-// (Z24 / Z25: the rows' d and dmin).
-#define YFUSE1(DYADDR, ZI, ZM, OFF) \
-	VBROADCASTSS DYADDR, Z10            \
-	VMULPS       Z10, Z24, Z11          \
-	VMULPS       Z10, Z25, Z10          \
-	VCVTDQ2PS    ZI, ZI                 \
-	VCVTDQ2PS    ZM, ZM                 \
-	VFMADD213PS  (OFF)(SP), Z11, ZI     \
-	VMOVUPS      ZI, (OFF)(SP)          \
-	VFMADD213PS  (512+OFF)(SP), Z10, ZM \
-	VMOVUPS      ZM, (512+OFF)(SP)
-
+// YFUSE: ZFUSE of q4kx16x4_amd64.s over eight tokens.
 #define YFUSE \
-	VMOVDQU     (SI), X14                   \
-	VINSERTI128 $1, (SI)(R14*1), Y14, Y14   \
-	VCVTPH2PS   Y14, Z24                    \
-	VMOVDQU     16(SI), X14                 \
-	VINSERTI128 $1, 16(SI)(R14*1), Y14, Y14 \
-	VCVTPH2PS   Y14, Z25                    \
-	YFUSE1((DX), Z0, Z1, 0)                 \
-	YFUSE1((DX)(R10*1), Z2, Z3, 64)         \
-	YFUSE1((DX)(R10*2), Z4, Z5, 128)        \
-	YFUSE1((DX)(R11*1), Z6, Z7, 192)        \
+	Q16DMIN                                 \
+	Q16FUSE1((DX), Z0, Z1, 0, 512)                 \
+	Q16FUSE1((DX)(R10*1), Z2, Z3, 64, 512)         \
+	Q16FUSE1((DX)(R10*2), Z4, Z5, 128, 512)        \
+	Q16FUSE1((DX)(R11*1), Z6, Z7, 192, 512)        \
 	LEAQ (DX)(R10*4), AX                    \
-	YFUSE1((AX), Z16, Z17, 256)             \
-	YFUSE1((AX)(R10*1), Z18, Z19, 320)      \
-	YFUSE1((AX)(R10*2), Z20, Z21, 384)      \
-	YFUSE1((AX)(R11*1), Z22, Z23, 448)
+	Q16FUSE1((AX), Z16, Z17, 256, 512)             \
+	Q16FUSE1((AX)(R10*1), Z18, Z19, 320, 512)      \
+	Q16FUSE1((AX)(R10*2), Z20, Z21, 384, 512)      \
+	Q16FUSE1((AX)(R11*1), Z22, Z23, 448, 512)
 
 // YTOTAL / YADD / YADDLAST keep the gemv's per-super-block isums in
 // Z26-Z31, Z12, Z13 (its mins are summed over the super-block after the
@@ -200,22 +156,7 @@ GLOBL ym4<>(SB), RODATA|NOPTR, $8
 	VPADDD Z13, Z22, Z22
 
 #define YSETUP \
-	MOVQ    w+0(FP), SI          \
-	MOVQ    gstride+8(FP), R14   \
-	MOVQ    nb+16(FP), CX        \
-	MOVQ    xq+24(FP), DI        \
-	MOVQ    xd+32(FP), DX        \
-	MOVQ    bs+40(FP), BX        \
-	MOVQ    CX, R8               \
-	SHLQ    $8, R8               \
-	LEAQ    (R8)(R8*2), R9       \
-	MOVQ    CX, R10              \
-	SHLQ    $2, R10              \
-	LEAQ    (R10)(R10*2), R11    \
-	MOVQ    CX, R12              \
-	SHLQ    $5, R12              \
-	LEAQ    (R12)(R12*2), R13    \
-	VPBROADCASTQ ym4<>(SB), Z15  \
+	Q16ARGS                      \
 	VPXORD  Z0, Z0, Z0           \
 	VMOVUPS Z0, 0(SP)            \
 	VMOVUPS Z0, 64(SP)           \
@@ -272,7 +213,7 @@ ygemvloop:
 	YMINCHUNK(2, YMINSADD)
 	YMINCHUNK(3, YMINSADD)
 	YFUSE
-	YNEXT
+	Q16NEXT
 	JNZ ygemvloop
 	YDONE
 
@@ -294,6 +235,6 @@ ygemmloop:
 	YCHUNK(3)
 	YMINCHUNK(3, YMINS)
 	YFUSE
-	YNEXT
+	Q16NEXT
 	JNZ ygemmloop
 	YDONE
