@@ -14,7 +14,7 @@ func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b
 // word, with the byte-level alphabet (GPT-2 family) or characters with byte
 // fallback (SentencePiece-converted models).
 type bpeModel struct {
-	vocab  map[string]int32 // token text → id
+	vocab  *strIndex // token text → id
 	merges mergeTable
 
 	// byteLevel: words arrive as raw bytes and each byte is one symbol, the
@@ -22,7 +22,7 @@ type bpeModel struct {
 	byteLevel bool
 	byteFast  bool // every byte has its symbol and no prefix/suffix applies
 	byteToID  [256]int32
-	rawToID   map[string]int32 // byte-level vocab keyed by the raw bytes (for ignoreMerges)
+	rawToID   *strIndex // byte-level vocab keyed by the raw bytes (for ignoreMerges)
 
 	byteFallback bool
 	fallbackID   [256]int32 // id of "<0xXX>", -1 when absent
@@ -52,10 +52,10 @@ func (m *bpeModel) encode(dst []int32, word string, sc *bpeScratch) []int32 {
 	}
 	if m.ignoreMerges {
 		if m.byteLevel {
-			if id, ok := m.rawToID[word]; ok {
+			if id, ok := m.rawToID.get(word); ok {
 				return append(dst, id)
 			}
-		} else if id, ok := m.vocab[word]; ok {
+		} else if id, ok := m.vocab.get(word); ok {
 			return append(dst, id)
 		}
 	}
@@ -101,7 +101,7 @@ func (m *bpeModel) initialSymbols(ids []int32, word string) []int32 {
 		if isLast && m.endSuffix != "" {
 			s += m.endSuffix
 		}
-		if id, ok := m.vocab[s]; ok {
+		if id, ok := m.vocab.get(s); ok {
 			flushUnk()
 			ids = append(ids, id)
 			continue

@@ -25,14 +25,14 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 	for _, a := range f.AddedTokens {
 		size = max(size, int(a.ID)+1)
 	}
-	t.vocab, t.known, t.special = make([]string, size), make([]bool, size), make([]bool, size)
-	t.byID = make(map[string]int32, size)
+	vocab, byID := make([]string, size), make(map[string]int32, size)
+	t.known, t.special = make([]bool, size), make([]bool, size)
 	for s, id := range model.Vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("vocab: negative id %d for %q", id, s)
 		}
-		t.vocab[id], t.known[id] = s, true
-		t.byID[s] = id
+		vocab[id], t.known[id] = s, true
+		byID[s] = id
 	}
 
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
@@ -58,8 +58,8 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 		if a.ID < 0 {
 			return nil, fmt.Errorf("added token %q: negative id", a.Content)
 		}
-		t.vocab[a.ID], t.known[a.ID], t.special[a.ID] = a.Content, true, a.Special
-		t.byID[a.Content] = a.ID
+		vocab[a.ID], t.known[a.ID], t.special[a.ID] = a.Content, true, a.Special
+		byID[a.Content] = a.ID
 		at := addedToken{id: a.ID, content: a.Content, special: a.Special, lstrip: a.LStrip,
 			rstrip: a.RStrip, normalized: a.Normalized, singleWord: a.SingleWord}
 		if a.Normalized && t.norm != nil {
@@ -70,9 +70,10 @@ func FromJSON(data []byte, cfg Config) (*Tokenizer, error) {
 		}
 	}
 	t.added, t.addedNorm = newAddedMatcher(raw), newAddedMatcher(normed)
+	t.vocab, t.byID = newStrList(vocab), newStrIndex(byID)
 
 	lookup := func(s string) (int32, bool) {
-		id, ok := t.byID[s]
+		id, ok := t.byID.get(s)
 		return id, ok && s != ""
 	}
 	t.bos, t.eos, t.pad = lookupOr(lookup, cfg.BOSToken), lookupOr(lookup, cfg.EOSToken), lookupOr(lookup, cfg.PADToken)
@@ -154,7 +155,7 @@ func newBPEFromHF(hm hfModel, bl *byteLevelMap) (*bpeModel, error) {
 		return nil, err
 	}
 	m := &bpeModel{
-		vocab:        hm.Vocab,
+		vocab:        newStrIndex(hm.Vocab),
 		unk:          -1,
 		byteFallback: hm.ByteFallback,
 		fuseUnk:      hm.FuseUnk,
@@ -207,7 +208,7 @@ func (m *bpeModel) contPrefixStrip(b string) string {
 func (m *bpeModel) setByteTables(bl *byteLevelMap) {
 	for b := 0; b < 256; b++ {
 		m.fallbackID[b] = -1
-		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := m.vocab.get(fmt.Sprintf("<0x%02X>", b)); ok {
 			m.fallbackID[b] = id
 		}
 	}
@@ -217,7 +218,7 @@ func (m *bpeModel) setByteTables(bl *byteLevelMap) {
 	m.byteLevel = true
 	m.byteFast = m.contPrefix == "" && m.endSuffix == ""
 	for b := 0; b < 256; b++ {
-		id, ok := m.vocab[string(bl.toRune[b])]
+		id, ok := m.vocab.get(string(bl.toRune[b]))
 		if !ok {
 			// A byte missing from the vocabulary goes the general way (unk).
 			m.byteFast = false
@@ -226,11 +227,12 @@ func (m *bpeModel) setByteTables(bl *byteLevelMap) {
 		m.byteToID[b] = id
 	}
 	if m.ignoreMerges {
-		m.rawToID = make(map[string]int32, len(m.vocab))
-		for s, id := range m.vocab {
-			if raw, ok := bl.decode(s); ok {
-				m.rawToID[string(raw)] = id
+		raw := make(map[string]int32, len(m.vocab.val))
+		m.vocab.each(func(s string, id int32) {
+			if b, ok := bl.decode(s); ok {
+				raw[string(b)] = id
 			}
-		}
+		})
+		m.rawToID = newStrIndex(raw)
 	}
 }

@@ -145,13 +145,13 @@ func (d stripDecoder) decodeChain(tokens []string, _ bool) []string {
 func (t *Tokenizer) tokenStrings(ids []int32, skipSpecial bool) []string {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.vocab) || !t.known[id] {
+		if id < 0 || int(id) >= t.vocab.len() || !t.known[id] {
 			continue
 		}
 		if skipSpecial && t.special[id] {
 			continue
 		}
-		toks = append(toks, t.vocab[id])
+		toks = append(toks, t.vocab.at(int(id)))
 	}
 	return toks
 }

@@ -103,16 +103,16 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{bos: checkID(v.BOS, n), eos: checkID(v.EOS, n), unk: checkID(v.UNK, n), pad: checkID(v.PAD, n),
 		chatTemplate: v.ChatTemplate}
-	t.vocab, t.known, t.special = make([]string, n), make([]bool, n), make([]bool, n)
-	t.byID = make(map[string]int32, n)
+	vocab, byID := make([]string, n), make(map[string]int32, n)
+	t.known, t.special = make([]bool, n), make([]bool, n)
 	var added []addedToken
 	for i, s := range v.Tokens {
 		if s == "" {
 			s = "[EMPTY_" + strconv.Itoa(i) + "]" // llama.cpp's name for empty entries
 		}
 		id := int32(i)
-		t.vocab[i], t.known[i] = s, true
-		t.byID[s] = id // later duplicates win, as in llama.cpp's token_to_id
+		vocab[i], t.known[i] = s, true
+		byID[s] = id // later duplicates win, as in llama.cpp's token_to_id
 		typ := int32(TokenNormal)
 		if v.Types != nil {
 			typ = v.Types[i]
@@ -126,6 +126,7 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 		}
 	}
 	t.added, t.addedNorm = newAddedMatcher(added), newAddedMatcher(nil)
+	t.vocab, t.byID = newStrList(vocab), newStrIndex(byID)
 	if v.AddBOS && t.bos >= 0 {
 		t.prefixIDs = []int32{t.bos}
 	}
@@ -176,7 +177,7 @@ func FromGGUF(v GGUFVocab) (*Tokenizer, error) {
 	for _, a := range added {
 		isAdded[a.id] = true
 	}
-	t.splitMeta = t.pre == nil && metaSplitSafe(t.vocab, isAdded)
+	t.splitMeta = t.pre == nil && metaSplitSafe(vocab, isAdded)
 	t.cache = newWordCache()
 	return t, nil
 }
@@ -188,23 +189,23 @@ func checkID(id int32, n int) int32 {
 	return id
 }
 
-func newSPMFromGGUF(v GGUFVocab, byID map[string]int32, unk int32) *spmModel {
+func newSPMFromGGUF(v GGUFVocab, byID *strIndex, unk int32) *spmModel {
 	m := &spmModel{tokenToID: byID, scores: v.Scores, unk: unk}
 	if m.scores == nil {
 		m.scores = make([]float32, len(v.Tokens))
 	}
 	for b := 0; b < 256; b++ {
 		m.byteID[b] = -1
-		if id, ok := byID[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := byID.get(fmt.Sprintf("<0x%02X>", b)); ok {
 			m.byteID[b] = id
-		} else if id, ok := byID[string([]byte{byte(b)})]; ok {
+		} else if id, ok := byID.get(string([]byte{byte(b)})); ok {
 			m.byteID[b] = id
 		}
 	}
 	return m
 }
 
-func newBPEFromGGUF(v GGUFVocab, byID map[string]int32, bl *byteLevelMap, ignoreMerges bool) (*bpeModel, error) {
+func newBPEFromGGUF(v GGUFVocab, byID *strIndex, bl *byteLevelMap, ignoreMerges bool) (*bpeModel, error) {
 	if len(v.Merges) == 0 {
 		return nil, errors.New("gguf vocab: gpt2 tokenizer without merges")
 	}
@@ -221,9 +222,9 @@ func newBPEFromGGUF(v GGUFVocab, byID map[string]int32, bl *byteLevelMap, ignore
 		if sp < 0 {
 			continue
 		}
-		a, okA := byID[line[:sp]]
-		b, okB := byID[line[sp+1:]]
-		c, okC := byID[line[:sp]+line[sp+1:]]
+		a, okA := byID.get(line[:sp])
+		b, okB := byID.get(line[sp+1:])
+		c, okC := byID.get(line[:sp] + line[sp+1:])
 		if !okA || !okB || !okC {
 			continue // a merge whose parts or result are not tokens can never apply
 		}

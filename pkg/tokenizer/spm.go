@@ -5,7 +5,7 @@ package tokenizer
 // concatenation is the highest-scoring vocabulary entry is merged, again
 // and again; characters that never became a token go out as byte tokens.
 type spmModel struct {
-	tokenToID map[string]int32
+	tokenToID *strIndex
 	scores    []float32
 	byteID    [256]int32 // "<0xXX>" (or the one-byte token), -1 when absent
 	unk       int32
@@ -48,7 +48,7 @@ func (m *spmModel) encode(dst []int32, text string) []int32 {
 			return
 		}
 		s := text[syms[left].off : syms[left].off+syms[left].n+syms[right].n]
-		id, ok := m.tokenToID[s]
+		id, ok := m.tokenToID.get(s)
 		if !ok {
 			return
 		}
@@ -75,7 +75,7 @@ func (m *spmModel) encode(dst []int32, text string) []int32 {
 	}
 	for i := 0; i >= 0; i = syms[i].next {
 		s := text[syms[i].off : syms[i].off+syms[i].n]
-		if id, ok := m.tokenToID[s]; ok {
+		if id, ok := m.tokenToID.get(s); ok {
 			dst = append(dst, id)
 			continue
 		}

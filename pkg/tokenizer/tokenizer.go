@@ -16,10 +16,10 @@ import (
 
 // Tokenizer encodes text to token ids and back.
 type Tokenizer struct {
-	vocab   []string // id → token as the vocabulary writes it (byte-level / ▁ form, or added content)
-	known   []bool   // id is assigned
-	special []bool   // id is a special token (skipped by skipSpecial)
-	byID    map[string]int32
+	vocab   strList // id → token as the vocabulary writes it (byte-level / ▁ form, or added content)
+	known   []bool  // id is assigned
+	special []bool  // id is a special token (skipped by skipSpecial)
+	byID    *strIndex
 
 	added     *addedMatcher // matched in the raw text
 	addedNorm *addedMatcher // matched in normalized text
@@ -177,7 +177,7 @@ func metaSplitSafe(tokens []string, added []bool) bool {
 }
 
 // VocabSize is the number of ids (highest id + 1), added tokens included.
-func (t *Tokenizer) VocabSize() int { return len(t.vocab) }
+func (t *Tokenizer) VocabSize() int { return t.vocab.len() }
 
 // BOS is the beginning-of-sequence id, -1 when the tokenizer has none.
 func (t *Tokenizer) BOS() int32 { return t.bos }
@@ -202,25 +202,25 @@ func (t *Tokenizer) ChatTemplate() string { return t.chatTemplate }
 // TokenID looks up the id of a token by its vocabulary text (or added
 // token content); ok is false when absent.
 func (t *Tokenizer) TokenID(token string) (int32, bool) {
-	id, ok := t.byID[token]
+	id, ok := t.byID.get(token)
 	return id, ok
 }
 
 // Token is the vocabulary text of id ("" when unknown).
 func (t *Tokenizer) Token(id int32) string {
-	if id < 0 || int(id) >= len(t.vocab) {
+	if id < 0 || int(id) >= t.vocab.len() {
 		return ""
 	}
-	return t.vocab[id]
+	return t.vocab.at(int(id))
 }
 
 // TokenBytes is the raw bytes id stands for: byte-level characters and
 // <0xXX> byte tokens resolved, ▁ turned back into a space. nil for unknown ids.
 func (t *Tokenizer) TokenBytes(id int32) []byte {
-	if id < 0 || int(id) >= len(t.vocab) || !t.known[id] {
+	if id < 0 || int(id) >= t.vocab.len() || !t.known[id] {
 		return nil
 	}
-	s := t.vocab[id]
+	s := t.vocab.at(int(id))
 	if t.bl != nil {
 		if b, ok := t.bl.decode(s); ok {
 			return b
