@@ -9,6 +9,10 @@ import (
 
 // Bell is a doorbell in shared memory: a futex word that the ringer bumps and
 // a count of sleepers so that ringing costs no syscall when nobody sleeps.
+// In an instance directory a sleeper parks on the bell's FIFO through the
+// netpoller rather than in FUTEX_WAIT (bellpipe_linux.go says why); the
+// waiters word counts futex sleepers in its low 16 bits and pipe sleepers
+// in its high 16, so Ring wakes each kind only when one sleeps.
 //
 // Waiters follow the usual pattern, which cannot miss a wake-up:
 //
@@ -18,6 +22,10 @@ import (
 type Bell struct {
 	seq, waiters *atomic.Uint32
 }
+
+// pipesOff makes regions opened from now on sleep on the futex alone
+// (tests of the futex path).
+var pipesOff bool
 
 // maxSleep bounds one futex sleep so that WaitFor notices ctx cancellation
 // without needing a wake-up.
@@ -35,9 +43,14 @@ func (b Bell) Seq() uint32 { return b.seq.Load() }
 func (b Bell) Ring() {
 	b.seq.Add(1)
 	// Seq-cst order: a waiter that registered after this load saw the new
-	// seq in its FUTEX_WAIT comparison, so skipping the wake is safe.
-	if b.waiters.Load() != 0 {
+	// seq in its FUTEX_WAIT comparison (or its re-check before parking on
+	// the pipe), so skipping the wake is safe.
+	w := b.waiters.Load()
+	if w&(pipeWaiter-1) != 0 {
 		futexWakeAll(b.seq)
+	}
+	if w >= pipeWaiter {
+		ringPipe(b.seq)
 	}
 }
 
@@ -49,6 +62,9 @@ func (b Bell) Wait(seen uint32, d time.Duration) bool {
 	}
 	if d <= 0 {
 		return false
+	}
+	if rung, ok := waitPipe(b, seen, d); ok {
+		return rung
 	}
 	b.waiters.Add(1)
 	futexSleep(b.seq, seen, d)

@@ -42,7 +42,8 @@
 //	s.SetOutput(i, tok); s.Publish(uint32(i+1), shm.FinishNone)
 //	detok, _ := r.Role(shm.RoleDetokenizer); detok.Bell().Ring()
 //
-// Waiting is a brief poll, then a futex sleep on a shared word (Bell), so a
-// wake-up across processes costs microseconds and an idle role costs no
-// CPU.
+// Waiting is a brief poll, then a sleep on a shared word (Bell): in the
+// netpoller on the bell's FIFO in the instance directory, else in
+// FUTEX_WAIT, so a wake-up across processes costs microseconds and an idle
+// role costs no CPU.
 package shm

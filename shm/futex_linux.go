@@ -25,7 +25,10 @@ func futexSleep(addr *atomic.Uint32, val uint32, d time.Duration) {
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
-// futexWakeAll wakes every waiter on addr, in any process.
+// futexWakeAll wakes every waiter on addr, in any process. FUTEX_WAKE
+// never blocks, so it is a raw syscall, as the runtime's own futexwakeup:
+// through Syscall6 the scheduler would see a syscall begin, which wakes a
+// sleeping sysmon and resets it to polling every 20 µs, once per ring.
 func futexWakeAll(addr *atomic.Uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
+	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWake, uintptr(1<<31-1), 0, 0, 0)
 }

@@ -167,7 +167,7 @@ type Load struct {
 //	8      8    HeartbeatUnixNano the role      supervisor, health
 //	16     8    StartedUnixNano   the role      status
 //	24     4    BellSeq           anyone        the role (futex word: Ring adds 1)
-//	28     4    BellWaiters       the role      ringers (skip FUTEX_WAKE when 0)
+//	28     4    BellWaiters       the role      ringers (sleepers: futex low 16 bits, FIFO high 16; no wake when 0)
 type RoleState struct {
 	Epoch             atomic.Uint32
 	Pid               atomic.Uint32

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -53,6 +54,11 @@ type Region struct {
 	// extras is the extras pool and, in the apiserver, its allocator.
 	extras extrasPool
 	closed atomic.Bool
+	// pipes are the bells' FIFOs in this process, by the offset of their
+	// seq word (bellpipe_linux.go); guarded by pipesMu and the package's
+	// pipes lock.
+	pipesMu sync.Mutex
+	pipes   map[uintptr]*bellPipe
 }
 
 // CreateOptions configure Create.
@@ -278,6 +284,7 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
 	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots}
 	r.extras.mem = mem[l.ExtrasOff : l.ExtrasOff+uint64(s.ExtrasBytes) : l.ExtrasOff+uint64(s.ExtrasBytes)]
+	registerPipes(r)
 	return r
 }
 
@@ -317,6 +324,7 @@ func (r *Region) Close() error {
 		return nil
 	}
 	r.closeExtras()
+	closePipes(r)
 	if err := unix.Munmap(r.mem); err != nil {
 		return fmt.Errorf("shm close %s: %w", r.path, err)
 	}
@@ -330,7 +338,7 @@ func (r *Region) Close() error {
 func (r *Region) Destroy() error {
 	cerr := r.Close()
 	target := r.dir
-	if !strings.HasPrefix(filepath.Base(r.dir), "lightllm-") {
+	if !isInstanceDir(r.dir) {
 		target = r.path
 	}
 	if err := os.RemoveAll(target); err != nil {
@@ -338,3 +346,7 @@ func (r *Region) Destroy() error {
 	}
 	return cerr
 }
+
+// isInstanceDir says whether dir is an instance's directory (lightllm-*),
+// which Destroy removes whole.
+func isInstanceDir(dir string) bool { return strings.HasPrefix(filepath.Base(dir), "lightllm-") }

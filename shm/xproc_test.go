@@ -20,6 +20,8 @@ const (
 	envChildMode = "LIGHTLLM_SHM_CHILD"
 	envChildPath = "LIGHTLLM_SHM_PATH"
 	envChildN    = "LIGHTLLM_SHM_N"
+	// envChildNoPipe: the child's bells sleep on the futex alone.
+	envChildNoPipe = "LIGHTLLM_SHM_NOPIPE"
 )
 
 func startChild(t *testing.T, mode, path string, n int) *exec.Cmd {
@@ -61,6 +63,7 @@ func TestChildProcess(t *testing.T) {
 		t.Skip("helper for the cross-process tests; runs only as their child")
 	}
 	n, _ := strconv.Atoi(os.Getenv(envChildN))
+	pipesOff = os.Getenv(envChildNoPipe) != ""
 	r, err := AttachFile(os.Getenv(envChildPath))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child attach:", err)
@@ -231,45 +234,69 @@ func TestCrossProcessRing(t *testing.T) {
 	}
 }
 
-// TestCrossProcessFutexWake: a waiter in one process sleeping in FUTEX_WAIT
-// is woken by a Ring in another, in both directions, long before its
-// timeout.
+// TestCrossProcessFutexWake: a waiter in one process, asleep on the
+// bell's FIFO through the netpoller (or, with pipes off, in FUTEX_WAIT), is
+// woken by a Ring in another, in both directions, long before its timeout;
+// the waiters word says which way it slept.
 func TestCrossProcessFutexWake(t *testing.T) {
-	t.Run("parent wakes child", func(t *testing.T) {
-		r := newTestRegion(t, smallSizes)
-		child := startChild(t, "sleeper", r.Path(), 0)
-		rs, _ := r.Role(RoleDetokenizer)
-		deadline := time.Now().Add(10 * time.Second)
-		for rs.BellWaiters.Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("child never went to sleep on the bell")
+	for _, mech := range []struct {
+		name    string
+		noPipe  bool
+		waiters uint32 // the sleeper's share of the waiters word
+	}{
+		{"pipe", false, pipeWaiter},
+		{"futex", true, 1},
+	} {
+		newRegion := func(t *testing.T) *Region {
+			pipesOff = mech.noPipe
+			defer func() { pipesOff = false }()
+			return newTestRegion(t, smallSizes)
+		}
+		start := func(t *testing.T, mode, path string) *exec.Cmd {
+			if mech.noPipe {
+				t.Setenv(envChildNoPipe, "1")
 			}
-			time.Sleep(time.Millisecond)
+			return startChild(t, mode, path, 0)
 		}
-		time.Sleep(20 * time.Millisecond)
-		rs.Bell().Ring()
-		waitChild(t, child)
-		slept := time.Duration(r.Load().Waiting.Load()) * time.Microsecond
-		if slept > 5*time.Second {
-			t.Fatalf("child slept %v: woken by its timeout, not the ring", slept)
-		}
-		t.Logf("child slept %v before the cross-process wake", slept)
-	})
-	t.Run("child wakes parent", func(t *testing.T) {
-		r := newTestRegion(t, smallSizes)
-		rs, _ := r.Role(RoleAPIServer)
-		bell := rs.Bell()
-		seen := bell.Seq()
-		child := startChild(t, "ringer", r.Path(), 0)
-		start := time.Now()
-		if !bell.Wait(seen, 10*time.Second) {
-			t.Fatal("not woken within 10s")
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Fatalf("woke after %v", d)
-		}
-		waitChild(t, child)
-	})
+		t.Run(mech.name+"/parent wakes child", func(t *testing.T) {
+			r := newRegion(t)
+			child := start(t, "sleeper", r.Path())
+			rs, _ := r.Role(RoleDetokenizer)
+			deadline := time.Now().Add(10 * time.Second)
+			for rs.BellWaiters.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("child never went to sleep on the bell")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if w := rs.BellWaiters.Load(); w != mech.waiters {
+				t.Fatalf("waiters word %#x while the child sleeps, want %#x", w, mech.waiters)
+			}
+			time.Sleep(20 * time.Millisecond)
+			rs.Bell().Ring()
+			waitChild(t, child)
+			slept := time.Duration(r.Load().Waiting.Load()) * time.Microsecond
+			if slept > 5*time.Second {
+				t.Fatalf("child slept %v: woken by its timeout, not the ring", slept)
+			}
+			t.Logf("child slept %v before the cross-process wake", slept)
+		})
+		t.Run(mech.name+"/child wakes parent", func(t *testing.T) {
+			r := newRegion(t)
+			rs, _ := r.Role(RoleAPIServer)
+			bell := rs.Bell()
+			seen := bell.Seq()
+			child := start(t, "ringer", r.Path())
+			begin := time.Now()
+			if !bell.Wait(seen, 10*time.Second) {
+				t.Fatal("not woken within 10s")
+			}
+			if d := time.Since(begin); d > 5*time.Second {
+				t.Fatalf("woke after %v", d)
+			}
+			waitChild(t, child)
+		})
+	}
 }
 
 // TestCrossProcessTornSlot: an apiserver SIGKILLed while filling a slot
