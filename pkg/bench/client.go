@@ -179,8 +179,20 @@ func (q *requester) stream(req *http.Request, r *Result, sent time.Time) error {
 	}
 	st := streamState{usageOut: -1, nativeCount: -1}
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var long []byte
 	for !st.done {
-		line, err := br.ReadBytes('\n')
+		// ReadSlice hands out the reader's buffer (line handles a line
+		// before the next read and keeps no reference); only a line
+		// longer than the buffer is copied together.
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		at := q.now()
 		if len(line) > 0 {
 			if perr := q.line(bytes.TrimRight(line, "\r\n"), at, sent, r, &st); perr != nil {
@@ -223,8 +235,11 @@ func (q *requester) line(line []byte, at, sent time.Time, r *Result, st *streamS
 		return nil
 	}
 	var ev event
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return fmt.Errorf("bad stream event %.120q: %w", data, err)
+	if !fastEvent(data, &ev) {
+		ev = event{}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("bad stream event %.120q: %w", data, err)
+		}
 	}
 	if ev.Error != nil {
 		return fmt.Errorf("server error in stream: %s", ev.Error.message())
@@ -310,17 +325,8 @@ func (q *requester) countOutput(r *Result) {
 
 // event covers the OpenAI chunk shapes and LightLLM's native event.
 type event struct {
-	Choices []struct {
-		Text  string `json:"text"`
-		Delta *struct {
-			Content          string            `json:"content"`
-			ReasoningContent string            `json:"reasoning_content"`
-			Reasoning        string            `json:"reasoning"`
-			ToolCalls        []json.RawMessage `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
+	Choices []eventChoice `json:"choices"`
+	Usage   *struct {
 		PromptTokens        *int `json:"prompt_tokens"`
 		CompletionTokens    *int `json:"completion_tokens"`
 		PromptTokensDetails *struct {
@@ -337,6 +343,20 @@ type event struct {
 	Finished     bool       `json:"finished"`
 	FinishReason *string    `json:"finish_reason"`
 	Error        *errorBody `json:"error"`
+}
+
+// eventChoice is one of a chunk's choices: completions' text or chat's delta.
+type eventChoice struct {
+	Text         string      `json:"text"`
+	Delta        *eventDelta `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type eventDelta struct {
+	Content          string            `json:"content"`
+	ReasoningContent string            `json:"reasoning_content"`
+	Reasoning        string            `json:"reasoning"`
+	ToolCalls        []json.RawMessage `json:"tool_calls"`
 }
 
 // errorBody accepts {"error": "text"} and {"error": {"message": ...}}.
