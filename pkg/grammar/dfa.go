@@ -260,6 +260,11 @@ func (d *dfa) finish() {
 // is skipped.
 func (d *dfa) finishAs(tag string, parts ...[]byte) {
 	d.flags()
+	d.hashAs(tag, parts...)
+}
+
+// hashAs sets a leaf's hash as finishAs does, flags already computed.
+func (d *dfa) hashAs(tag string, parts ...[]byte) {
 	if d.leaf {
 		d.hash = derivedHash(tag, parts...)
 	}

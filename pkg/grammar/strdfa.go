@@ -24,13 +24,14 @@ func repeatChar(char *dfa, min, max int) (*dfa, error) {
 	for k := range same {
 		same[k] = k
 	}
-	repeatLayers(char, max, same, 0, d.trans)
+	has := repeatLayers(char, max, same, 0, d.trans)
 	for i := min; i <= max; i++ {
 		d.accept[i*nc] = true
 	}
 	// Every state can still complete: no trimming needed. The automaton is
 	// a function of (char, min, max): that is its identity.
-	d.finishAs("repeat", repeatID(char, min, max)...)
+	d.layeredFlags(0, max, has)
+	d.hashAs("repeat", repeatID(char, min, max)...)
 	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
 	return d, nil
 }
@@ -62,10 +63,12 @@ func repeatID(char *dfa, min, max int) [][]byte {
 // shift. The layers differ only by their offset: one layer's rows
 // (relative to the layer's first state) are worked out once and each
 // layer is that template shifted, a third of the time of working out
-// every state's row. Layer max takes no character.
-func repeatLayers(char *dfa, max int, oldOf []int, shift int16, trans []int16) {
+// every state's row. Layer max takes no character. It returns, for each
+// state of a layer, whether it has a byte edge: the layers' flags.
+func repeatLayers(char *dfa, max int, oldOf []int, shift int16, trans []int16) (hasBytes []bool) {
 	nc, cn, ncls := char.states(), char.ncls, len(oldOf)
 	tmpl := make([]int16, nc*ncls)
+	hasBytes = make([]bool, nc)
 	for c := 0; c < nc; c++ {
 		for k, o := range oldOf {
 			t := char.trans[c*cn+o]
@@ -74,8 +77,10 @@ func repeatLayers(char *dfa, max int, oldOf []int, shift int16, trans []int16) {
 				tmpl[c*ncls+k] = -1
 			case char.accept[t]:
 				tmpl[c*ncls+k] = int16(nc) // the next layer's first state
+				hasBytes[c] = true
 			default:
 				tmpl[c*ncls+k] = t
+				hasBytes[c] = true
 			}
 		}
 	}
@@ -87,13 +92,37 @@ func repeatLayers(char *dfa, max int, oldOf []int, shift int16, trans []int16) {
 			}
 			continue
 		}
-		base := int16(i*nc) + shift
-		for j, t := range tmpl {
-			if t >= 0 {
-				t += base
-			}
-			rows[j] = t
-		}
+		shiftRows(rows, tmpl, int16(i*nc)+shift)
+	}
+	return hasBytes
+}
+
+// shiftRows writes src to dst with base added to every target (-1, no
+// edge, stays). Without a branch: t>>15 is all ones for -1, and which
+// entries have no edge follows no pattern a branch predictor learns (a
+// layer is a thousand entries); the branch made repeatLayers a fifth of
+// api_user's compile.
+func shiftRows(dst, src []int16, base int16) {
+	dst = dst[:len(src)]
+	for j, t := range src {
+		dst[j] = t + base&^(t>>15)
+	}
+}
+
+// layeredFlags is flags for repeatChar's states, as rows states of
+// layers 0..max after offset leading states: the layers' per-state
+// hasBytes, the last layer's none. Scanning the rows themselves was a
+// sixth of api_user's compile; no state has calls.
+func (d *dfa) layeredFlags(offset, max int, hasBytes []bool) {
+	d.leaf = true
+	d.plain = make([]bool, d.states())
+	d.hasBytes = make([]bool, d.states())
+	nc := len(hasBytes)
+	for i := 0; i < max; i++ {
+		copy(d.hasBytes[offset+i*nc:], hasBytes)
+	}
+	for q := range d.plain {
+		d.plain[q] = !d.accept[q]
 	}
 }
 
@@ -116,13 +145,20 @@ func quotedRepeat(char *dfa, min, max int) (*dfa, error) {
 	d.trans[quote] = 1
 	// Content state q is state q+1 here (0 takes the opening quote); the
 	// first state of each layer from min on also takes the closing one.
-	repeatLayers(char, max, oldOf, 1, d.trans[ncls:(n+1)*ncls])
+	has := repeatLayers(char, max, oldOf, 1, d.trans[ncls:(n+1)*ncls])
 	for i := min; i <= max; i++ {
 		d.trans[(i*nc+1)*ncls+quote] = int16(n + 1)
 	}
 	d.accept[n+1] = true
+	d.layeredFlags(1, max, has)
+	// The opening-quote state has an edge; the first state of each layer
+	// from min on has the closing quote's, the layers' own rows aside.
+	d.hasBytes[0] = true
+	for i := min; i <= max; i++ {
+		d.hasBytes[i*nc+1] = true
+	}
 	content := derivedHash("repeat", repeatID(char, min, max)...)
-	d.finishAs("quoted", content[:])
+	d.hashAs("quoted", content[:])
 	d.counted = &charCounter{char: char.hash, nc: nc, min: min, max: max}
 	return d, nil
 }

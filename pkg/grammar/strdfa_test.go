@@ -102,3 +102,26 @@ func TestRepeatCharRows(t *testing.T) {
 		}
 	}
 }
+
+// TestLayeredFlags: the bounded strings' flags, worked out from one layer,
+// are what scanning every row gives.
+func TestLayeredFlags(t *testing.T) {
+	char, err := leafDFA(jsonChar(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []struct{ min, max int }{{0, 0}, {0, 1}, {1, 1}, {0, 7}, {3, 7}, {7, 7}, {2, 128}} {
+		for name, build := range map[string]func(*dfa, int, int) (*dfa, error){"repeatChar": repeatChar, "quotedRepeat": quotedRepeat} {
+			d, err := build(char, b.min, b.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaf, plain, has := d.leaf, slices.Clone(d.plain), slices.Clone(d.hasBytes)
+			d.flags()
+			if leaf != d.leaf || !slices.Equal(plain, d.plain) || !slices.Equal(has, d.hasBytes) {
+				t.Errorf("%s{%d,%d}: layered flags differ from the rows' (leaf %v/%v, plain equal %v, hasBytes equal %v)",
+					name, b.min, b.max, leaf, d.leaf, slices.Equal(plain, d.plain), slices.Equal(has, d.hasBytes))
+			}
+		}
+	}
+}
