@@ -25,6 +25,7 @@ import (
 
 	"github.com/lightllm-go/lightllm/pkg/chatout"
 	"github.com/lightllm-go/lightllm/pkg/chattmpl"
+	"github.com/lightllm-go/lightllm/pkg/rawconn"
 )
 
 // Tokenizer is what the server needs from pkg/tokenizer.
@@ -267,7 +268,9 @@ func (s *Server) ModelName() string { return s.model }
 // after a Shutdown.
 func (s *Server) Serve(l net.Listener) error {
 	srv := s.httpServer()
-	return srv.Serve(l)
+	// Raw socket reads and writes: each streamed token is one write, and
+	// through net.Conn's syscalls they kept sysmon polling (pkg/rawconn).
+	return srv.Serve(rawconn.Listener(l))
 }
 
 func (s *Server) httpServer() *http.Server {

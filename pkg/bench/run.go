@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lightllm-go/lightllm/pkg/rawconn"
 )
 
 // Config is one benchmark run.
@@ -102,8 +105,18 @@ func runJobs(ctx context.Context, cfg Config, jobs, total int, need demand,
 		if conns == 0 {
 			conns = jobs
 		}
+		dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		client = &http.Client{Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
+			Proxy: http.ProxyFromEnvironment,
+			// Raw socket reads: the client reads once per token, and it
+			// shares the machine with the server it measures (pkg/rawconn).
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dialer.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return rawconn.Conn(c), nil
+			},
 			MaxIdleConns:        conns,
 			MaxIdleConnsPerHost: conns,
 			IdleConnTimeout:     90 * time.Second,
