@@ -442,6 +442,7 @@ func (s *Server) completionStream(w http.ResponseWriter, r *http.Request, req *c
 		}
 		return nil
 	}
+	var evbuf []byte // one event's bytes, reused
 	for {
 		ev, ok, err := rn.next(r.Context())
 		if err != nil {
@@ -479,7 +480,13 @@ func (s *Server) completionStream(w http.ResponseWriter, r *http.Request, req *c
 		c := completionChoice{Text: text, Index: i, Logprobs: lp, FinishReason: finishReasonPtr(&ev)}
 		chunk := completionResponse{ID: id, Object: "text_completion", Created: created, Model: model,
 			Choices: []completionChoice{c}, Usage: chunkUsage()}
-		if sse.event(chunk) != nil {
+		if b, ok := chunk.appendJSON(append(evbuf[:0], sse.prefix...)); ok {
+			evbuf = append(b, '\n', '\n')
+			err = sse.write(evbuf)
+		} else {
+			err = sse.event(chunk)
+		}
+		if err != nil {
 			return
 		}
 	}

@@ -252,6 +252,15 @@ func (s *sseWriter) raw(b []byte) error {
 	buf = append(buf, s.prefix...)
 	buf = append(buf, b...)
 	buf = append(buf, '\n', '\n')
+	return s.write(buf)
+}
+
+// write writes one whole event, "data: ...\n\n" (the ResponseWriter copies
+// it: the caller may reuse buf).
+func (s *sseWriter) write(buf []byte) error {
+	if s.err != nil {
+		return s.err
+	}
 	if _, err := s.w.Write(buf); err != nil {
 		s.err = err
 		return err
