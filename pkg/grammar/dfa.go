@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -99,8 +100,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		}
 	}
 
-	index := map[string]int32{}
-	var queue [][]int32
+	var found stateSets
 	stamp := make([]uint32, n.size())
 	var gen uint32
 	var stack []int32
@@ -125,24 +125,18 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		slices.Sort(out)
 		return out
 	}
-	var keyBuf []byte
 	add := func(set []int32) (int32, error) {
-		keyBuf = keyBuf[:0]
-		for _, s := range set {
-			keyBuf = binary.LittleEndian.AppendUint32(keyBuf, uint32(s))
-		}
-		if id, ok := index[string(keyBuf)]; ok {
+		id, h, ok := found.find(set)
+		if ok {
 			return id, nil
 		}
-		id := int32(len(d.accept))
 		if id >= maxDFAStates {
 			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
 		}
-		index[string(keyBuf)] = id
+		found.insert(set, h)
 		d.accept = append(d.accept, slices.Contains(set, final))
 		d.calls = append(d.calls, nil)
 		d.trans = append(d.trans, make([]int16, d.ncls)...)
-		queue = append(queue, slices.Clone(set))
 		return id, nil
 	}
 	if _, err := add(closure([]int32{start})); err != nil {
@@ -151,8 +145,10 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 	seeds := make([][]int32, len(reps))
 	row := make([]int16, len(reps))
 	var seed []int32
-	for q := 0; q < len(queue); q++ {
-		set := queue[q]
+	for q := 0; q < found.len(); q++ {
+		// Still valid while add appends to the arena: appending never
+		// writes below the arena's length.
+		set := found.set(q)
 		for c := range seeds {
 			seeds[c] = seeds[c][:0]
 		}
@@ -199,6 +195,75 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 		}
 	}
 	return d, nil
+}
+
+// stateSets interns the NFA state sets of a subset construction, each
+// once in a flat arena and found again through an open-addressing table
+// of hashes. A map keyed by the set's bytes allocated a string per DFA
+// state and a copy per queued set: a sixth of determinize.
+type stateSets struct {
+	arena []int32  // the sets back to back
+	start []int32  // set i is arena[start[i]:start[i+1]]
+	hash  []uint64 // of each set, for growing the table
+	slots []int32  // set id + 1, 0 when empty
+}
+
+func (t *stateSets) len() int { return len(t.hash) }
+
+func (t *stateSets) set(i int) []int32 { return t.arena[t.start[i]:t.start[i+1]] }
+
+func hashSet(set []int32) uint64 {
+	h := uint64(len(set)) * 0x9E3779B97F4A7C15
+	for _, s := range set {
+		h = (h ^ uint64(uint32(s))) * 0xBF58476D1CE4E5B9
+		h ^= h >> 31
+	}
+	return h
+}
+
+// find is the id of set, or the id it would get and its hash.
+func (t *stateSets) find(set []int32) (int32, uint64, bool) {
+	h := hashSet(set)
+	if len(t.slots) > 0 {
+		mask := uint64(len(t.slots) - 1)
+		for i := h & mask; ; i = (i + 1) & mask {
+			e := t.slots[i]
+			if e == 0 {
+				break
+			}
+			if t.hash[e-1] == h && slices.Equal(t.set(int(e-1)), set) {
+				return e - 1, h, true
+			}
+		}
+	}
+	return int32(t.len()), h, false
+}
+
+// insert adds set, absent, with its hash h.
+func (t *stateSets) insert(set []int32, h uint64) {
+	if len(t.start) == 0 {
+		t.start = append(t.start, 0)
+	}
+	t.arena = append(t.arena, set...)
+	t.start = append(t.start, int32(len(t.arena)))
+	t.hash = append(t.hash, h)
+	if 2*t.len() > len(t.slots) { // at most half full
+		t.slots = make([]int32, 1<<max(6, bits.Len(uint(4*t.len())))) // a power of two: the mask
+		for id, h := range t.hash {
+			t.place(int32(id), h)
+		}
+		return
+	}
+	t.place(int32(t.len()-1), h)
+}
+
+func (t *stateSets) place(id int32, h uint64) {
+	mask := uint64(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = id + 1
 }
 
 // byteClasses partitions 0..255 so that every set is a union of classes;

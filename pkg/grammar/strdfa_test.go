@@ -125,3 +125,33 @@ func TestLayeredFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestStateSets: interned sets are found again by content, through the
+// table's growth, and new ones get the next id.
+func TestStateSets(t *testing.T) {
+	var found stateSets
+	var want [][]int32
+	for i := range 1000 {
+		set := []int32{int32(i % 7), int32(i), int32(i + 1000)}
+		if i%3 == 0 {
+			set = set[:1+i%2] // short sets that repeat
+		}
+		id, h, ok := found.find(set)
+		k := slices.IndexFunc(want, func(w []int32) bool { return slices.Equal(w, set) })
+		if ok != (k >= 0) || (ok && int(id) != k) {
+			t.Fatalf("set %v: find = %d, %v; want index %d", set, id, ok, k)
+		}
+		if !ok {
+			if int(id) != len(want) {
+				t.Fatalf("set %v: new id %d, want %d", set, id, len(want))
+			}
+			found.insert(set, h)
+			want = append(want, slices.Clone(set))
+		}
+	}
+	for i, w := range want {
+		if !slices.Equal(found.set(i), w) {
+			t.Fatalf("set %d is %v, want %v", i, found.set(i), w)
+		}
+	}
+}
