@@ -20,7 +20,6 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,10 +68,10 @@ func (c *conn) Read(b []byte) (int, error) {
 	)
 	err := c.rc.Read(func(fd uintptr) bool {
 		for {
-			m, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+			m, e := sysRead(fd, b)
 			switch e {
 			case 0:
-				n = int(m)
+				n = m
 				if n == 0 {
 					serr = io.EOF
 				}
@@ -103,10 +102,10 @@ func (c *conn) Write(b []byte) (int, error) {
 	)
 	err := c.rc.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			m, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
+			m, e := sysWrite(fd, b[n:])
 			switch e {
 			case 0:
-				n += int(m)
+				n += m
 				continue
 			case unix.EINTR:
 				continue
