@@ -21,11 +21,8 @@ import (
 //	bell.Wait(seen, timeout) // returns at once if a Ring happened after Seq
 type Bell struct {
 	seq, waiters *atomic.Uint32
+	pipes        *bellPipes // the region's FIFOs; nil: the futex alone
 }
-
-// pipesOff makes regions opened from now on sleep on the futex alone
-// (tests of the futex path).
-var pipesOff bool
 
 // maxSleep bounds one futex sleep so that WaitFor notices ctx cancellation
 // without needing a wake-up.
@@ -50,7 +47,7 @@ func (b Bell) Ring() {
 		futexWakeAll(b.seq)
 	}
 	if w >= pipeWaiter {
-		ringPipe(b.seq)
+		b.pipes.ring(b.seq)
 	}
 }
 
@@ -63,7 +60,7 @@ func (b Bell) Wait(seen uint32, d time.Duration) bool {
 	if d <= 0 {
 		return false
 	}
-	if rung, ok := waitPipe(b, seen, d); ok {
+	if rung, ok := b.pipes.wait(b, seen, d); ok {
 		return rung
 	}
 	b.waiters.Add(1)

@@ -85,8 +85,8 @@ func (p *bellPipe) open() bool {
 	return p.fd >= 0
 }
 
-// ring writes the wake-up byte. The caller holds pipesMu for reading, so
-// the fd cannot be closed (and reused) under the write.
+// ring writes the wake-up byte. The caller holds bellPipes.mu for reading,
+// so the fd cannot be closed (and reused) under the write.
 func (p *bellPipe) ring() {
 	if !p.open() {
 		return
@@ -115,7 +115,7 @@ func (p *bellPipe) wait(seq *atomic.Uint32, seen uint32, d time.Duration) {
 	})
 }
 
-// close closes the FIFO (closePipes, holding busy).
+// close closes the FIFO (bellPipes.close, holding busy).
 func (p *bellPipe) close() {
 	p.once.Do(func() { p.fd = -1 }) // never opened: it must not be later
 	if p.f != nil {
@@ -124,41 +124,44 @@ func (p *bellPipe) close() {
 	p.fd, p.f = -1, nil
 }
 
-// pipesMu guards the process's regions and their pipes: Ring writes under
-// the read lock, Region.Close closes the pipes under the write lock.
-var (
-	pipesMu     sync.RWMutex
-	pipeRegions []*Region
-)
-
-// registerPipes makes r's bells use pipes in r's instance directory. Only
-// instance directories (lightllm-*) get them: Destroy removes those whole,
-// while a region file elsewhere (AttachFile) loses only the file.
-func registerPipes(r *Region) {
-	if pipesOff || !isInstanceDir(r.dir) {
-		return
-	}
-	pipesMu.Lock()
-	pipeRegions = append(pipeRegions, r)
-	pipesMu.Unlock()
+// bellPipes are one region's bells' FIFOs in this process, by the offset of
+// each bell's seq word in the mapping.
+type bellPipes struct {
+	dir string
+	mem []byte // the region's mapping
+	// mu: rings and waits hold it for reading, close for writing, so no
+	// FIFO is closed (and its fd reused) under a write or a park.
+	mu     sync.RWMutex
+	closed bool
+	byMu   sync.Mutex // guards byOff (filled under mu's read lock)
+	byOff  map[uintptr]*bellPipe
 }
 
-// closePipes forgets r and closes its pipes (Close, before unmapping). A
-// goroutine still parked on one is unparked and waited for, so it never
-// touches the waiters word of an unmapped region; rings cannot reach
-// a pipe once r is out of the list, and none is mid-write, as rings hold
-// the read lock.
-func closePipes(r *Region) {
-	pipesMu.Lock()
-	for i, x := range pipeRegions {
-		if x == r {
-			pipeRegions = append(pipeRegions[:i], pipeRegions[i+1:]...)
-			break
-		}
+// newBellPipes is the FIFOs of a region mapped at mem in dir. Only
+// instance directories (lightllm-*) get them: Destroy removes those whole,
+// while a region file elsewhere (AttachFile) loses only the file.
+func newBellPipes(dir string, mem []byte) *bellPipes {
+	if !isInstanceDir(dir) {
+		return nil
 	}
-	pipes := r.pipes
-	r.pipes = nil
-	pipesMu.Unlock()
+	return &bellPipes{dir: dir, mem: mem}
+}
+
+// close closes the pipes (Region.Close, before unmapping). A goroutine
+// still parked on one is unparked and waited for, so it never touches the
+// waiters word of an unmapped region; no ring is mid-write, as rings hold
+// the read lock, and none reaches a pipe afterwards.
+func (ps *bellPipes) close() {
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	ps.closed = true
+	ps.byMu.Lock()
+	pipes := ps.byOff
+	ps.byOff = nil
+	ps.byMu.Unlock()
+	ps.mu.Unlock()
 	for _, p := range pipes {
 		// The sleeper checks closing after setting its own deadline, so
 		// either it sees closing or this past deadline comes after its own.
@@ -172,56 +175,60 @@ func closePipes(r *Region) {
 	}
 }
 
-// pipeLocked is the pipe of the bell whose seq word is seq, or nil when seq
-// is not in a registered region. The caller holds pipesMu (either way).
-func pipeLocked(seq *atomic.Uint32) *bellPipe {
+// pipeRLocked is the pipe of the bell whose seq word is seq, or nil when
+// the pipes are closed or seq is not in the mapping. The caller holds mu
+// for reading.
+func (ps *bellPipes) pipeRLocked(seq *atomic.Uint32) *bellPipe {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(ps.mem)))
 	a := uintptr(unsafe.Pointer(seq))
-	for _, r := range pipeRegions {
-		base := uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
-		if a < base || a >= base+uintptr(len(r.mem)) {
-			continue
-		}
-		off := a - base
-		r.pipesMu.Lock()
-		defer r.pipesMu.Unlock()
-		p := r.pipes[off]
-		if p == nil {
-			if r.pipes == nil {
-				r.pipes = map[uintptr]*bellPipe{}
-			}
-			// Named by the word's offset: every process maps the same
-			// layout, so all of them find the same FIFO.
-			p = &bellPipe{path: filepath.Join(r.dir, fmt.Sprintf("bell-%x", off))}
-			r.pipes[off] = p
-		}
-		return p
+	if ps.closed || a < base || a >= base+uintptr(len(ps.mem)) {
+		return nil
 	}
-	return nil
+	off := a - base
+	ps.byMu.Lock()
+	defer ps.byMu.Unlock()
+	p := ps.byOff[off]
+	if p == nil {
+		if ps.byOff == nil {
+			ps.byOff = map[uintptr]*bellPipe{}
+		}
+		// Named by the word's offset: every process maps the same
+		// layout, so all of them find the same FIFO.
+		p = &bellPipe{path: filepath.Join(ps.dir, fmt.Sprintf("bell-%x", off))}
+		ps.byOff[off] = p
+	}
+	return p
 }
 
-// ringPipe wakes the bell's pipe waiters.
-func ringPipe(seq *atomic.Uint32) {
-	pipesMu.RLock()
-	defer pipesMu.RUnlock()
-	if p := pipeLocked(seq); p != nil {
+// ring wakes the pipe waiters of the bell whose seq word is seq.
+func (ps *bellPipes) ring(seq *atomic.Uint32) {
+	if ps == nil {
+		return
+	}
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	if p := ps.pipeRLocked(seq); p != nil {
 		p.ring()
 	}
 }
 
-// waitPipe sleeps on the bell's pipe and reports whether the bell rang
-// after seen; ok is false when it could not sleep there (no pipe, or
+// wait sleeps on the bell's pipe and reports whether the bell rang after
+// seen; ok is false when it could not sleep there (no pipes, closed, or
 // another goroutine of this process is parked on it), and the caller then
 // sleeps on the futex. The result is read before busy is released: once
 // it is, Close may unmap the region.
-func waitPipe(b Bell, seen uint32, d time.Duration) (rung, ok bool) {
-	pipesMu.RLock()
-	p := pipeLocked(b.seq)
+func (ps *bellPipes) wait(b Bell, seen uint32, d time.Duration) (rung, ok bool) {
+	if ps == nil {
+		return false, false
+	}
+	ps.mu.RLock()
+	p := ps.pipeRLocked(b.seq)
 	ok = p != nil && p.busy.TryLock()
 	if ok && !p.open() {
 		p.busy.Unlock()
 		ok = false
 	}
-	pipesMu.RUnlock()
+	ps.mu.RUnlock()
 	if !ok {
 		return false, false
 	}

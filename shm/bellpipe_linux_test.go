@@ -31,7 +31,7 @@ func TestBellPipe(t *testing.T) {
 		run  func(t *testing.T, r *Region, rs *RoleState)
 	}{
 		{"a ring wakes the pipe sleeper long before its timeout", func(t *testing.T, r *Region, rs *RoleState) {
-			b := rs.Bell()
+			b := r.Bell(rs)
 			seen := b.Seq()
 			done := make(chan bool)
 			go func() { done <- b.Wait(seen, 10*time.Second) }()
@@ -50,7 +50,7 @@ func TestBellPipe(t *testing.T) {
 			}
 		}},
 		{"no ring: false after the timeout, the sleeper unregistered", func(t *testing.T, r *Region, rs *RoleState) {
-			b := rs.Bell()
+			b := r.Bell(rs)
 			start := time.Now()
 			if b.Wait(b.Seq(), 30*time.Millisecond) {
 				t.Fatal("Wait reported a ring")
@@ -60,9 +60,9 @@ func TestBellPipe(t *testing.T) {
 			}
 		}},
 		{"a byte left by a sleeper that never read it does not end the next wait", func(t *testing.T, r *Region, rs *RoleState) {
-			b := rs.Bell()
-			if rung, ok := waitPipe(b, b.Seq()-1, time.Second); !ok || !rung {
-				t.Fatalf("waitPipe with a rung seq: rung %v ok %v", rung, ok) // opens the FIFO
+			b := r.Bell(rs)
+			if rung, ok := b.pipes.wait(b, b.Seq()-1, time.Second); !ok || !rung {
+				t.Fatalf("pipes.wait with a rung seq: rung %v ok %v", rung, ok) // opens the FIFO
 			}
 			rs.BellWaiters.Add(pipeWaiter) // a sleeper that returns without draining
 			b.Ring()
@@ -76,7 +76,7 @@ func TestBellPipe(t *testing.T) {
 			}
 		}},
 		{"a second sleeper in the process uses the futex; one ring wakes both", func(t *testing.T, r *Region, rs *RoleState) {
-			b := rs.Bell()
+			b := r.Bell(rs)
 			seen := b.Seq()
 			var wg sync.WaitGroup
 			woke := make(chan bool, 2)
@@ -91,7 +91,7 @@ func TestBellPipe(t *testing.T) {
 			}
 		}},
 		{"Close unparks a sleeper and lets it unregister before unmapping", func(t *testing.T, r *Region, rs *RoleState) {
-			b := rs.Bell()
+			b := r.Bell(rs)
 			seen := b.Seq()
 			done := make(chan bool)
 			go func() { done <- b.Wait(seen, 10*time.Second) }()

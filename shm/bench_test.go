@@ -16,7 +16,7 @@ func BenchmarkRingRoundTrip(b *testing.B) {
 	r := newTestRegion(b, Sizes{Slots: 4, MaxReqTotalLen: 16, TextQueueBytes: 64, RingEntries: 64})
 	q := r.Commands()
 	rs, _ := r.Role(RoleRouter)
-	reply := rs.Bell()
+	reply := r.Bell(rs)
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan struct{})
 	defer func() { cancel(); <-exited }() // before the region is unmapped
@@ -77,7 +77,7 @@ func BenchmarkFutexPingPong(b *testing.B) {
 	r := newTestRegion(b, smallSizes)
 	ra, _ := r.Role(RoleInfer)
 	rb, _ := r.Role(RoleDetokenizer)
-	ping, pong := ra.Bell(), rb.Bell()
+	ping, pong := r.Bell(ra), r.Bell(rb)
 	stop, exited := make(chan struct{}), make(chan struct{})
 	defer func() { close(stop); <-exited }()
 	seen0 := ping.Seq() // before the first Ring below can happen

@@ -40,7 +40,7 @@
 //
 //	c, err := r.Commands().PopWait(ctx) // infer
 //	s.SetOutput(i, tok); s.Publish(uint32(i+1), shm.FinishNone)
-//	detok, _ := r.Role(shm.RoleDetokenizer); detok.Bell().Ring()
+//	detok, _ := r.Role(shm.RoleDetokenizer); r.Bell(detok).Ring()
 //
 // Waiting is a brief poll, then a sleep on a shared word (Bell): in the
 // netpoller on the bell's FIFO in the instance directory, else in

@@ -108,7 +108,7 @@ func exercise(r *Region) {
 	_, _ = q.Push(Command{Op: OpNew, Slot: 0})
 	for _, role := range []Role{RoleInfer, Role(200)} {
 		if rs, err := r.Role(role); err == nil {
-			rs.Bell().Ring()
+			r.Bell(rs).Ring()
 			rs.Beat()
 		}
 	}

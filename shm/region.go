@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -54,11 +53,9 @@ type Region struct {
 	// extras is the extras pool and, in the apiserver, its allocator.
 	extras extrasPool
 	closed atomic.Bool
-	// pipes are the bells' FIFOs in this process, by the offset of their
-	// seq word (bellpipe_linux.go); guarded by pipesMu and the package's
-	// pipes lock.
-	pipesMu sync.Mutex
-	pipes   map[uintptr]*bellPipe
+	// pipes are the bells' FIFOs in this process (bellpipe_linux.go); nil
+	// outside an instance directory.
+	pipes *bellPipes
 }
 
 // CreateOptions configure Create.
@@ -282,9 +279,9 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	}
 	rh := (*RingHeader)(unsafe.Pointer(&mem[l.RingOff]))
 	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
-	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots}
+	r.pipes = newBellPipes(dir, mem)
+	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots, pipes: r.pipes}
 	r.extras.mem = mem[l.ExtrasOff : l.ExtrasOff+uint64(s.ExtrasBytes) : l.ExtrasOff+uint64(s.ExtrasBytes)]
-	registerPipes(r)
 	return r
 }
 
@@ -324,7 +321,7 @@ func (r *Region) Close() error {
 		return nil
 	}
 	r.closeExtras()
-	closePipes(r)
+	r.pipes.close()
 	if err := unix.Munmap(r.mem); err != nil {
 		return fmt.Errorf("shm close %s: %w", r.path, err)
 	}

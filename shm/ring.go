@@ -48,6 +48,7 @@ type Ring struct {
 	hdr     *RingHeader
 	entries []RingEntry
 	nslots  uint32
+	pipes   *bellPipes // the region's, for the bells
 
 	// Process-local: serialise goroutines of the one producer (consumer)
 	// process, and the producer's tail recovered from shm.
@@ -70,10 +71,14 @@ func (q *Ring) Len() int {
 }
 
 // DataBell is rung by Push; infer waits on it.
-func (q *Ring) DataBell() Bell { return Bell{seq: &q.hdr.DataSeq, waiters: &q.hdr.DataWaiters} }
+func (q *Ring) DataBell() Bell {
+	return Bell{seq: &q.hdr.DataSeq, waiters: &q.hdr.DataWaiters, pipes: q.pipes}
+}
 
 // SpaceBell is rung by Pop when the producer waits for room.
-func (q *Ring) SpaceBell() Bell { return Bell{seq: &q.hdr.SpaceSeq, waiters: &q.hdr.SpaceWaiters} }
+func (q *Ring) SpaceBell() Bell {
+	return Bell{seq: &q.hdr.SpaceSeq, waiters: &q.hdr.SpaceWaiters, pipes: q.pipes}
+}
 
 // recoverTail finds the first unpublished position at or after Head. A
 // producer killed between publishing an entry (its Seq) and advancing Tail

@@ -63,11 +63,13 @@ func TestChildProcess(t *testing.T) {
 		t.Skip("helper for the cross-process tests; runs only as their child")
 	}
 	n, _ := strconv.Atoi(os.Getenv(envChildN))
-	pipesOff = os.Getenv(envChildNoPipe) != ""
 	r, err := AttachFile(os.Getenv(envChildPath))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child attach:", err)
 		os.Exit(2)
+	}
+	if os.Getenv(envChildNoPipe) != "" {
+		r.futexOnly()
 	}
 	os.Exit(childMain(mode, r, n))
 }
@@ -96,7 +98,7 @@ func childMain(mode string, r *Region, n int) int {
 		}
 	case "sleeper": // sleeps on the detokenizer bell until the parent rings
 		rs, _ := r.Role(RoleDetokenizer)
-		bell := rs.Bell()
+		bell := r.Bell(rs)
 		seen := bell.Seq()
 		start := time.Now()
 		if !bell.Wait(seen, 10*time.Second) {
@@ -113,7 +115,7 @@ func childMain(mode string, r *Region, n int) int {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(20 * time.Millisecond) // let the parent settle in the kernel
-		rs.Bell().Ring()
+		r.Bell(rs).Ring()
 	case "echo": // infer's side of a round trip: pop a command, ring the router
 		if _, err := r.BeginEpoch(RoleInfer); err != nil {
 			return 8
@@ -127,7 +129,7 @@ func childMain(mode string, r *Region, n int) int {
 			if c.Arg == echoStop {
 				return 0
 			}
-			rs.Bell().Ring()
+			r.Bell(rs).Ring()
 		}
 	case "die-mid-write": // an apiserver killed while filling a slot
 		s, gen, err := r.Alloc(uint32(n))
@@ -168,7 +170,7 @@ func BenchmarkCrossProcessRoundTrip(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rs, _ := r.Role(RoleRouter)
-	reply, q := rs.Bell(), r.Commands()
+	reply, q := r.Bell(rs), r.Commands()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		seen := reply.Seq()
@@ -248,9 +250,11 @@ func TestCrossProcessFutexWake(t *testing.T) {
 		{"futex", true, 1},
 	} {
 		newRegion := func(t *testing.T) *Region {
-			pipesOff = mech.noPipe
-			defer func() { pipesOff = false }()
-			return newTestRegion(t, smallSizes)
+			r := newTestRegion(t, smallSizes)
+			if mech.noPipe {
+				r.futexOnly()
+			}
+			return r
 		}
 		start := func(t *testing.T, mode, path string) *exec.Cmd {
 			if mech.noPipe {
@@ -273,7 +277,7 @@ func TestCrossProcessFutexWake(t *testing.T) {
 				t.Fatalf("waiters word %#x while the child sleeps, want %#x", w, mech.waiters)
 			}
 			time.Sleep(20 * time.Millisecond)
-			rs.Bell().Ring()
+			r.Bell(rs).Ring()
 			waitChild(t, child)
 			slept := time.Duration(r.Load().Waiting.Load()) * time.Microsecond
 			if slept > 5*time.Second {
@@ -284,7 +288,7 @@ func TestCrossProcessFutexWake(t *testing.T) {
 		t.Run(mech.name+"/child wakes parent", func(t *testing.T) {
 			r := newRegion(t)
 			rs, _ := r.Role(RoleAPIServer)
-			bell := rs.Bell()
+			bell := r.Bell(rs)
 			seen := bell.Seq()
 			child := start(t, "ringer", r.Path())
 			begin := time.Now()

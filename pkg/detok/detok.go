@@ -165,7 +165,7 @@ func (w *Worker) Track(ref ipc.SlotRef) {
 	case w.intake <- ref:
 	default: // the periodic scan finds it
 	}
-	w.self.Bell().Ring()
+	w.region.Bell(w.self).Ring()
 }
 
 func (w *Worker) receive(ctx context.Context, pull *ipc.Puller) {
@@ -187,7 +187,7 @@ func (w *Worker) receive(ctx context.Context, pull *ipc.Puller) {
 
 // Run decodes until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
-	bell := w.self.Bell()
+	bell := w.region.Bell(w.self)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -224,7 +224,7 @@ func (w *Worker) Pass() {
 		}
 	}
 	if pushed {
-		w.api.Bell().Ring()
+		w.region.Bell(w.api).Ring()
 	}
 }
 

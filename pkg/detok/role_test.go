@@ -66,7 +66,7 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 			defer close(sending)
 			for end := time.Now().Add(stopAt + 2*time.Millisecond); time.Now().Before(end); {
 				push.Send(&ipc.NewGroup{GroupID: uint64(i), Slots: []ipc.SlotRef{{Index: 0, Gen: 1}}})
-				rs.Bell().Ring()
+				peer.Bell(rs).Ring()
 			}
 		}()
 		time.Sleep(stopAt)

@@ -507,15 +507,15 @@ func (w *Worker) collect(outs []engine.Output) {
 // request was released) once per iteration.
 func (w *Worker) wake() {
 	if w.ringDetok {
-		w.detok.Bell().Ring()
+		w.region.Bell(w.detok).Ring()
 		w.ringDetok = false
 	}
 	if w.ringRouter {
-		w.router.Bell().Ring()
+		w.region.Bell(w.router).Ring()
 		w.ringRouter = false
 	}
 	if w.ringAPI {
-		w.api.Bell().Ring()
+		w.region.Bell(w.api).Ring()
 		w.ringAPI = false
 	}
 }

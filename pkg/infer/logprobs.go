@@ -25,7 +25,7 @@ func (w *Worker) writeLogprobs(l *liveReq, o engine.Output) {
 		return
 	}
 	for !s.TopRoom(l.out) && l.topWaited < topWaitBudget && s.Abort.Load() == 0 {
-		w.api.Bell().Ring()
+		w.region.Bell(w.api).Ring()
 		time.Sleep(time.Millisecond)
 		l.topWaited += time.Millisecond
 	}

@@ -210,7 +210,7 @@ func (rr *role) loop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bell := rs.Bell()
+	bell := rr.region.Bell(rs)
 	rung := make(chan struct{}, 1)
 	// The bell lives in the shm region, which Run unmaps after loop
 	// returns: the goroutine sleeping on it is joined first.
@@ -527,7 +527,7 @@ func (rr *role) flush() error {
 
 func (rr *role) ringDetok() {
 	if rs, err := rr.region.Role(shm.RoleDetokenizer); err == nil {
-		rs.Bell().Ring()
+		rr.region.Bell(rs).Ring()
 	}
 }
 

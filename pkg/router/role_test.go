@@ -309,7 +309,7 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 		go func() {
 			defer close(ringing)
 			for end := time.Now().Add(stopAt + 2*time.Millisecond); time.Now().Before(end); {
-				rs.Bell().Ring()
+				peer.Bell(rs).Ring()
 			}
 		}()
 		time.Sleep(stopAt)

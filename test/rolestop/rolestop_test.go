@@ -124,7 +124,7 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 	var bells []shm.Bell
 	for _, r := range []shm.Role{shm.RoleAPIServer, shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
 		if rs, err := peer.Role(r); err == nil {
-			bells = append(bells, rs.Bell())
+			bells = append(bells, peer.Bell(rs))
 		}
 	}
 	var pushes []*pipeline.Sender

@@ -110,7 +110,7 @@ func New(o Options) (*Backend, error) {
 		cancel()
 		return nil, err
 	}
-	b.bell = api.Bell()
+	b.bell = b.region.Bell(api)
 	for i, r := range []shm.Role{shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
 		if b.roles[i], err = b.region.Role(r); err != nil {
 			cancel()
@@ -161,7 +161,7 @@ func (b *Backend) recover(orphans bool) {
 	if len(rec) > 0 {
 		b.log.Warn().Int("slots", len(rec)).Int("aborted", aborted).Uint32("epoch", b.epoch).
 			Msg("slots of a previous apiserver recovered")
-		b.roles[0].Bell().Ring()
+		b.region.Bell(b.roles[0]).Ring()
 	}
 }
 
@@ -433,6 +433,6 @@ func (b *Backend) abortSlots(seqs []seqSlot) {
 			q.slot.Abort.Store(1)
 		}
 	}
-	b.roles[0].Bell().Ring()
+	b.region.Bell(b.roles[0]).Ring()
 	b.region.Commands().DataBell().Ring()
 }
