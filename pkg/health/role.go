@@ -83,8 +83,18 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return fmt.Errorf("health role: listen %s: %w", sock, err)
 	}
 	srv := &http.Server{Handler: Handler(m), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
+	// Joined: Serve closes (and unlinks) the socket only when it returns,
+	// and a Close that comes before Serve has started leaves that to it;
+	// a role restarted in the same process found the old listener alive.
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
 
 	if err := ctl.Ready(ctx); err != nil {
 		return err
