@@ -47,7 +47,7 @@ func NewPuller(endpoint string, opts Options) (*Puller, error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	sock := zmq4.NewPull(ctx, opts.zmqOptions()...)
-	if err := sock.Listen(endpoint); err != nil {
+	if err := sock.Listen(zmqEndpoint(endpoint)); err != nil {
 		cancel()
 		sock.Close()
 		return nil, fmt.Errorf("ipc: listen %s: %w", endpoint, err)

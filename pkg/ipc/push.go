@@ -26,7 +26,7 @@ func dialSock(ctx context.Context, endpoint string, newSock func() zmq4.Socket) 
 	ch := make(chan result, 1)
 	go func() {
 		sock := newSock()
-		if err := sock.Dial(endpoint); err != nil {
+		if err := sock.Dial(zmqEndpoint(endpoint)); err != nil {
 			sock.Close()
 			ch <- result{nil, err}
 			return

@@ -1,4 +1,4 @@
-// Package rawconn wraps TCP connections so that their reads and writes
+// Package rawconn wraps TCP and unix stream connections so that their reads and writes
 // are raw syscalls on the non-blocking socket, waiting for readiness in
 // Go's netpoller exactly as net.Conn does.
 //
@@ -37,28 +37,48 @@ func (l listener) Accept() (net.Conn, error) {
 	return Conn(c), nil
 }
 
-// Conn returns c with raw reads and writes when it is a *net.TCPConn, else
-// c itself. Everything but Read and Write (deadlines, Close, CloseWrite,
-// ReadFrom, ...) is the TCPConn's own.
+// Conn returns c with raw reads and writes when it is a *net.TCPConn or a
+// *net.UnixConn (stream), else c itself. Everything but Read and Write
+// (deadlines, Close, CloseWrite, ReadFrom, ...) is the connection's own.
 func Conn(c net.Conn) net.Conn {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return c
+	switch x := c.(type) {
+	case *net.TCPConn:
+		if rc, err := x.SyscallConn(); err == nil {
+			return &conn{TCPConn: x, raw: raw{rc: rc, network: "tcp", laddr: x.LocalAddr(), raddr: x.RemoteAddr()}}
+		}
+	case *net.UnixConn:
+		if rc, err := x.SyscallConn(); err == nil {
+			return &unixConn{UnixConn: x, raw: raw{rc: rc, network: "unix", laddr: x.LocalAddr(), raddr: x.RemoteAddr()}}
+		}
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return c
-	}
-	return &conn{TCPConn: tc, rc: rc}
+	return c
 }
 
 type conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
+	raw
 }
 
-// Read reads as net.Conn does: at most len(b) bytes, io.EOF at the end.
-func (c *conn) Read(b []byte) (int, error) {
+func (c *conn) Read(b []byte) (int, error)  { return c.raw.read(b) }
+func (c *conn) Write(b []byte) (int, error) { return c.raw.write(b) }
+
+type unixConn struct {
+	*net.UnixConn
+	raw
+}
+
+func (c *unixConn) Read(b []byte) (int, error)  { return c.raw.read(b) }
+func (c *unixConn) Write(b []byte) (int, error) { return c.raw.write(b) }
+
+// raw is the reading and writing of a stream socket.
+type raw struct {
+	rc           syscall.RawConn
+	network      string // for errors, as net's
+	laddr, raddr net.Addr
+}
+
+// read reads as net.Conn does: at most len(b) bytes, io.EOF at the end.
+func (c *raw) read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -89,13 +109,13 @@ func (c *conn) Read(b []byte) (int, error) {
 		err = serr
 	}
 	if err != nil && err != io.EOF {
-		err = &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		err = &net.OpError{Op: "read", Net: c.network, Source: c.laddr, Addr: c.raddr, Err: err}
 	}
 	return n, err
 }
 
-// Write writes all of b, as net.Conn does, unless an error comes first.
-func (c *conn) Write(b []byte) (int, error) {
+// write writes all of b, as net.Conn does, unless an error comes first.
+func (c *raw) write(b []byte) (int, error) {
 	var (
 		n    int
 		serr error
@@ -121,7 +141,7 @@ func (c *conn) Write(b []byte) (int, error) {
 		err = serr
 	}
 	if err != nil {
-		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+		err = &net.OpError{Op: "write", Net: c.network, Source: c.laddr, Addr: c.raddr, Err: err}
 	}
 	return n, err
 }

@@ -6,15 +6,21 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 )
 
-// pair is a loopback TCP connection whose both ends are wrapped.
-func pair(t *testing.T) (client, server net.Conn) {
+// pair is a loopback TCP or unix stream connection whose both ends are
+// wrapped.
+func pair(t *testing.T, network string) (client, server net.Conn) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s.sock")
+	}
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +35,7 @@ func pair(t *testing.T) (client, server net.Conn) {
 		}
 		accepted <- c
 	}()
-	c, err := net.Dial("tcp", l.Addr().String())
+	c, err := net.Dial(network, l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +45,9 @@ func pair(t *testing.T) (client, server net.Conn) {
 	}
 	client = Conn(c)
 	for _, x := range []net.Conn{client, s} {
-		if _, ok := x.(*conn); !ok && runtime.GOOS == "linux" {
+		_, tcp := x.(*conn)
+		_, unix := x.(*unixConn)
+		if !tcp && !unix && runtime.GOOS == "linux" {
 			t.Fatalf("%T not wrapped", x)
 		}
 	}
@@ -121,7 +129,9 @@ func TestConn(t *testing.T) {
 			}
 		}},
 		{"writing to a reset connection fails with a net.OpError", func(t *testing.T, c, s net.Conn) {
-			c.(*conn).SetLinger(0) // close sends RST
+			if tc, ok := c.(*conn); ok {
+				tc.SetLinger(0) // close sends RST; a unix peer's close is EPIPE
+			}
 			c.Close()
 			var err error
 			for i := 0; i < 100 && err == nil; i++ {
@@ -134,11 +144,13 @@ func TestConn(t *testing.T) {
 			}
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, s := pair(t)
-			tc.run(t, c, s)
-		})
+	for _, network := range []string{"tcp", "unix"} {
+		for _, tc := range cases {
+			t.Run(network+"/"+tc.name, func(t *testing.T) {
+				c, s := pair(t, network)
+				tc.run(t, c, s)
+			})
+		}
 	}
 }
 
