@@ -27,7 +27,8 @@ func leafDFA(f frag, leaves *leafDFAs) (*dfa, error) {
 	return d, nil
 }
 
-// product runs DFAs in lockstep; keep decides acceptance from the parts'.
+// product runs DFAs in lockstep; keep decides acceptance from the parts'
+// (its acc is reused from state to state).
 func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 	d, _, err := productStates(ds, keep)
 	return d, err
@@ -36,7 +37,6 @@ func product(ds []*dfa, keep func(acc []bool) bool) (*dfa, error) {
 // productStates is product, also returning each state's part states (-1:
 // that part is dead).
 func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, error) {
-	var kb []byte
 	var sets []byteSet
 	for _, d := range ds {
 		for c := 0; c < d.ncls; c++ {
@@ -54,30 +54,23 @@ func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, erro
 	for b := range classOf {
 		out.cls[b] = uint8(classOf[b])
 	}
-	index := map[string]int32{}
-	var queue [][]int32
+	var found stateSets // the part-state tuples, as determinize's state sets
+	acc := make([]bool, len(ds))
 	add := func(qs []int32) (int32, error) {
-		kb = kb[:0]
-		for _, q := range qs {
-			kb = append(kb, byte(q), byte(q>>8), byte(q>>16), byte(q>>24))
-		}
-		if id, ok := index[string(kb)]; ok {
+		id, h, ok := found.find(qs)
+		if ok {
 			return id, nil
 		}
-		id := int32(len(out.accept))
 		if id >= maxDFAStates {
 			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
 		}
-		qs = append([]int32(nil), qs...) // next is reused by the caller
-		index[string(kb)] = id
-		acc := make([]bool, len(qs))
+		found.insert(qs, h) // a copy: next is reused by the caller
 		for i, q := range qs {
 			acc[i] = q >= 0 && ds[i].accept[q]
 		}
 		out.accept = append(out.accept, keep(acc))
 		out.calls = append(out.calls, nil)
 		out.trans = append(out.trans, make([]int16, out.ncls)...)
-		queue = append(queue, qs)
 		return id, nil
 	}
 	start := make([]int32, len(ds))
@@ -85,8 +78,8 @@ func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, erro
 		return nil, nil, err
 	}
 	next := make([]int32, len(ds))
-	for q := 0; q < len(queue); q++ {
-		qs := queue[q]
+	for q := 0; q < found.len(); q++ {
+		qs := found.set(q) // stays valid: appending never writes below the arena's length
 		for c, b := range reps {
 			alive := false
 			for i, s := range qs {
@@ -107,9 +100,13 @@ func productStates(ds []*dfa, keep func(acc []bool) bool) (*dfa, [][]int32, erro
 			out.trans[q*out.ncls+c] = int16(id)
 		}
 	}
+	parts := make([][]int32, found.len())
+	for q := range parts {
+		parts[q] = found.set(q)
+	}
 	out.trim(nil)
 	out.finish()
-	return out, queue, nil
+	return out, parts, nil
 }
 
 func allAccept(acc []bool) bool {
