@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -121,6 +122,43 @@ func TestLayeredFlags(t *testing.T) {
 			if leaf != d.leaf || !slices.Equal(plain, d.plain) || !slices.Equal(has, d.hasBytes) {
 				t.Errorf("%s{%d,%d}: layered flags differ from the rows' (leaf %v/%v, plain equal %v, hasBytes equal %v)",
 					name, b.min, b.max, leaf, d.leaf, slices.Equal(plain, d.plain), slices.Equal(has, d.hasBytes))
+			}
+		}
+	}
+}
+
+// TestShiftRows: four entries at a time is the same as one at a time, at
+// every length, at offsets that leave the words unaligned, for targets up
+// to the largest state and -1.
+func TestShiftRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		n, off int
+		base   int16
+	}{
+		{0, 0, 5}, {1, 0, 5}, {3, 1, 7}, {4, 0, 0}, {5, 3, 1}, {8, 2, 100}, {9, 1, maxDFAStates / 2},
+		{1000, 0, 1}, {1001, 3, maxDFAStates / 2}, {4096, 1, 2},
+	} {
+		src := make([]int16, tc.n+tc.off)[tc.off:]
+		for j := range src {
+			switch rng.IntN(3) {
+			case 0:
+				src[j] = -1
+			case 1:
+				src[j] = int16(maxDFAStates/2 + 1)
+			default:
+				src[j] = int16(rng.IntN(maxDFAStates/2 + 2))
+			}
+		}
+		dst := make([]int16, tc.n+2*tc.off+1)[2*tc.off+1:]
+		shiftRows(dst, src, tc.base)
+		for j, s := range src {
+			want := s
+			if s >= 0 {
+				want = s + tc.base
+			}
+			if dst[j] != want {
+				t.Fatalf("n=%d off=%d base=%d: entry %d is %d, want %d (source %d)", tc.n, tc.off, tc.base, j, dst[j], want, s)
 			}
 		}
 	}

@@ -285,7 +285,14 @@ func (d *dfa) langKey(q int32) [32]byte {
 }
 
 func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
-	bitsOut := make([]uint64, v.MaskWords())
+	// Every node's bit is set without a branch: a node without a token
+	// sets a bit in a spare word past the mask. About half the nodes end a
+	// token, in no order a predictor learns, and the branch was a third of
+	// a first visit of a string state (most of the 275k nodes of a 128k
+	// vocabulary).
+	words := v.MaskWords()
+	bitsOut := make([]uint64, words+1)
+	spare := int32(words * 64)
 	st := make([]int32, v.maxDepth+2)
 	st[0] = q0
 	var exits []int32
@@ -297,14 +304,22 @@ func (v *Vocab) computeLeaf(d *dfa, q0 int32) *leafResult {
 			i = v.nodeEnd[i]
 			continue
 		}
-		v.setTokens(bitsOut, i)
+		id := v.nodeTok[i]
+		none := id >> 31 // all ones when no token ends here
+		id = id&^none | spare&none
+		bitsOut[id>>6] |= 1 << (uint(id) & 63)
+		if v.nodeDup[i] {
+			for _, t := range v.dupTok[i] {
+				bitsOut[t>>6] |= 1 << (uint(t) & 63)
+			}
+		}
 		if d.accept[q] && v.nodeEnd[i] > i+1 {
 			exits = append(exits, i)
 		}
 		st[dep] = q
 		i++
 	}
-	return v.newLeafResult(bitsOut, exits)
+	return v.newLeafResult(bitsOut[:words:words], exits)
 }
 
 // newLeafResult packs a leaf's tokens (sparse when few) and exit nodes.
