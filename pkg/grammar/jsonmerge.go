@@ -290,7 +290,7 @@ func (c *schemaCompiler) merge(a, b *jv) (*jv, error) {
 			}
 			return nil, unsupported("oneOf", "in more than one branch of an allOf")
 		default:
-			if annotations[k] && k != "format" {
+			if !constraining(k) {
 				continue
 			}
 			if canonical(av) != canonical(bv) {

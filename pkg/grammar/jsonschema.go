@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// CompileJSONSchema compiles a JSON Schema (draft 2020-12, or draft 7 when
-// $schema says so) into a grammar of the JSON texts that validate. A
+// CompileJSONSchema compiles a JSON Schema (draft 2020-12, or draft 7, 6
+// or 4 when $schema says so) into a grammar of the JSON texts that validate. A
 // keyword that cannot be enforced is refused with an error wrapping
 // ErrUnsupported and naming it.
 func CompileJSONSchema(schema []byte, opts Options) (*Grammar, error) {
@@ -79,6 +79,9 @@ func newSchemaCompiler(root *jv, opts Options) *schemaCompiler {
 		case "http://json-schema.org/draft-07/schema", "https://json-schema.org/draft-07/schema",
 			"http://json-schema.org/draft-06/schema", "https://json-schema.org/draft-06/schema":
 			c.draft = 7
+		case "http://json-schema.org/draft-04/schema", "https://json-schema.org/draft-04/schema":
+			upgradeDraft4(root)
+			c.draft = 7
 		case "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema":
 			c.draft = 2020
 		default:
@@ -99,7 +102,7 @@ func unsupported(keyword string, why string) error {
 // $id and $anchor, for $ref.
 func (c *schemaCompiler) index(v *jv, base string, isSchema bool) error {
 	if c.draft < 0 {
-		return unsupported("$schema", "only the draft 2020-12, 2019-09, 7 and 6 metaschemas are supported")
+		return unsupported("$schema", "only the draft 2020-12, 2019-09, 7, 6 and 4 metaschemas are supported")
 	}
 	switch v.kind {
 	case 'a':
@@ -239,6 +242,24 @@ var annotations = map[string]bool{
 	"contentMediaType": true, "contentEncoding": true, "contentSchema": true, "format": false,
 }
 
+// structural are the keywords, besides keywordTypes and refused, that
+// constrain values.
+var structural = map[string]bool{
+	"type": true, "enum": true, "const": true, "$ref": true, "allOf": true, "anyOf": true, "oneOf": true, "nullable": true,
+}
+
+// constraining reports whether keyword k can constrain a value. A keyword
+// no draft defines (an extension such as "readonly", "x-order", "example")
+// is an annotation: validators ignore it, and so does the grammar.
+func constraining(k string) bool {
+	if annotations[k] {
+		return k == "format"
+	}
+	_, typed := keywordTypes[k]
+	_, ref := refused[k]
+	return typed || ref || structural[k]
+}
+
 // keywordTypes says which instance type a keyword constrains.
 var keywordTypes = map[string]string{
 	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
@@ -308,7 +329,7 @@ func (c *schemaCompiler) schemaFrag(s *jv) (frag, error) {
 // hasConstraints reports whether s has keywords beyond annotations and except.
 func hasConstraints(s *jv, except ...string) bool {
 	for _, m := range s.obj {
-		if annotations[m.key] && m.key != "format" {
+		if !constraining(m.key) {
 			continue
 		}
 		skip := false
@@ -455,7 +476,7 @@ func (c *schemaCompiler) types(s *jv) ([]string, error) {
 // literal against them would need a validator.
 func (c *schemaCompiler) literals(s *jv, vals []*jv, types []string) (frag, error) {
 	for _, m := range s.obj {
-		if annotations[m.key] && m.key != "format" || m.key == "type" || m.key == "enum" || m.key == "const" || m.key == "nullable" {
+		if !constraining(m.key) || m.key == "type" || m.key == "enum" || m.key == "const" || m.key == "nullable" {
 			continue
 		}
 		kw := "enum"

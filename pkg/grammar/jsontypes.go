@@ -150,8 +150,8 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		maxL = -1
 		// The generation bound, unless a format bounds the string already
 		// (a pattern's automaton is cut at the bound: see truncated).
-		if L := c.opts.stringBound(); L >= 0 && !c.enforcedFormat(s) {
-			if s.get("pattern") == nil {
+		if L := c.opts.stringBound(); L >= 0 && !c.boundedFormat(s) {
+			if s.get("pattern") == nil && c.formatRE(s) == "" {
 				maxL, hasMax = max(L, minL), true
 			} else {
 				truncate = max(L, 6*minL) // an escape counts as up to 6
@@ -196,19 +196,17 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			parts = append(parts, d)
 		}
 	}
-	if fm := s.get("format"); fm != nil && fm.kind == 's' && !c.opts.FormatAnnotation {
-		if re, ok := formats[fm.str]; ok {
-			f, err := regexFrag(re, true, true)
-			if err != nil {
-				return nil, err
-			}
-			d, err := leafDFA(f, c.leaves())
-			if err != nil {
-				return nil, unsupported("format", err.Error())
-			}
-			parts = append(parts, d)
+	// Unknown formats are annotations (draft 2020-12 default): any string.
+	if re := c.formatRE(s); re != "" {
+		f, err := regexFrag(re, true, true)
+		if err != nil {
+			return nil, err
 		}
-		// Unknown formats are annotations (draft 2020-12 default): any string.
+		d, err := leafDFA(f, c.leaves())
+		if err != nil {
+			return nil, unsupported("format", err.Error())
+		}
+		parts = append(parts, d)
 	}
 	if counted && len(parts) == 0 {
 		if minL == 0 && maxL == c.opts.stringBound() {
@@ -290,34 +288,120 @@ func (c *schemaCompiler) quotedOnce(content *dfa) *dfa {
 	return d
 }
 
-// enforcedFormat: s has a format this compiler enforces (each is bounded).
-func (c *schemaCompiler) enforcedFormat(s *jv) bool {
+// formatRE is the regular expression of the format s enforces, "" when
+// it has none this compiler enforces.
+func (c *schemaCompiler) formatRE(s *jv) string {
 	fm := s.get("format")
 	if fm == nil || fm.kind != 's' || c.opts.FormatAnnotation {
-		return false
+		return ""
 	}
-	_, ok := formats[fm.str]
-	return ok
+	if re, ok := formats[fm.str]; ok {
+		return re
+	}
+	return openFormats[fm.str]
+}
+
+// boundedFormat: s enforces a format whose strings are bounded already,
+// so the generation bound does not apply.
+func (c *schemaCompiler) boundedFormat(s *jv) bool {
+	re := c.formatRE(s)
+	return re != "" && formats[s.get("format").str] == re
 }
 
 // formats are the string formats enforced, as regular expressions over
 // the decoded text; each accepts a subset of what the format allows (e.g.
-// no leap day, no leap second), never more.
+// no leap day, no leap second), never more, and bounds its length.
 var formats = map[string]string{
-	"date":      dateRE,
-	"time":      timeRE,
-	"date-time": dateRE + "T" + timeRE,
-	"uuid":      `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
-	"ipv4":      `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}`,
-	"email":     `[a-zA-Z0-9_%+-]{1,15}(\.[a-zA-Z0-9_%+-]{1,15}){0,3}@` + hostRE, // local part <= 64
-	"hostname":  hostRE,
+	"date":         dateRE,
+	"time":         timeRE,
+	"date-time":    dateRE + "T" + timeRE,
+	"duration":     durationRE,
+	"uuid":         `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`,
+	"ipv4":         ipv4RE,
+	"ipv6":         ipv6RE,
+	"email":        emailRE,
+	"idn-email":    emailRE, // its ASCII subset
+	"hostname":     hostRE,
+	"idn-hostname": hostRE,
+}
+
+// openFormats are enforced formats without a length bound of their own:
+// like patterns, generation cuts them at the string bound.
+var openFormats = map[string]string{
+	"uri":                   uriRE,
+	"iri":                   uriRE, // the ASCII subset of IRIs
+	"uri-reference":         `(` + uriRE + `|` + relativeRefRE + `)`,
+	"iri-reference":         `(` + uriRE + `|` + relativeRefRE + `)`,
+	"json-pointer":          jsonPointerRE,
+	"relative-json-pointer": `(0|[1-9][0-9]{0,8})(#|` + jsonPointerRE + `)`,
+	"uri-template":          uriTemplateRE,
+	"regex":                 regexRE,
 }
 
 const (
 	dateRE  = `[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))`
 	timeRE  = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
-	labelRE = `[a-zA-Z0-9]{1,16}(-[a-zA-Z0-9]{1,16}){0,2}` // <= 50 characters, no "--" (no punycode to check)
-	hostRE  = labelRE + `(\.` + labelRE + `){0,3}`         // <= 203 characters
+	labelRE = `[a-zA-Z0-9]{1,16}(-[a-zA-Z0-9]{1,16}){0,2}`                    // <= 50 characters, no "--" (no punycode to check)
+	hostRE  = labelRE + `(\.` + labelRE + `){0,3}`                            // <= 203 characters
+	emailRE = `[a-zA-Z0-9_%+-]{1,15}(\.[a-zA-Z0-9_%+-]{1,15}){0,3}@` + hostRE // local part <= 64
+	octetRE = `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+	ipv4RE  = octetRE + `(\.` + octetRE + `){3}`
+
+	// RFC 4291 section 2.2 forms 1 and 2 (hexadecimal groups, one "::");
+	// the IPv4-suffixed form 3 and zone ids are left out.
+	h16RE  = `[0-9a-fA-F]{1,4}`
+	ipv6RE = `((` + h16RE + `:){7}` + h16RE +
+		`|(` + h16RE + `:){1,7}:` +
+		`|(` + h16RE + `:){1,6}:` + h16RE +
+		`|(` + h16RE + `:){1,5}(:` + h16RE + `){1,2}` +
+		`|(` + h16RE + `:){1,4}(:` + h16RE + `){1,3}` +
+		`|(` + h16RE + `:){1,3}(:` + h16RE + `){1,4}` +
+		`|(` + h16RE + `:){1,2}(:` + h16RE + `){1,5}` +
+		`|` + h16RE + `:(:` + h16RE + `){1,6}` +
+		`|:((:` + h16RE + `){1,7}|:))`
+
+	// RFC 3339 appendix A, each number at most 9 digits.
+	durNumRE   = `[0-9]{1,9}`
+	durTimeRE  = `T(` + durNumRE + `H(` + durNumRE + `M(` + durNumRE + `S)?)?|` + durNumRE + `M(` + durNumRE + `S)?|` + durNumRE + `S)`
+	durDateRE  = `(` + durNumRE + `D|` + durNumRE + `M(` + durNumRE + `D)?|` + durNumRE + `Y(` + durNumRE + `M(` + durNumRE + `D)?)?)(` + durTimeRE + `)?`
+	durationRE = `P(` + durDateRE + `|` + durTimeRE + `|` + durNumRE + `W)`
+
+	// RFC 3986 section 3, without IP-literal hosts ("[v6]"): a subset.
+	uriCharsRE    = `-A-Za-z0-9._~!$&'()*+,;=` // unreserved and sub-delims; "-" first so that a class may append more
+	pctRE         = `%[0-9A-Fa-f]{2}`
+	pcharRE       = `([` + uriCharsRE + `:@]|` + pctRE + `)`
+	segmentRE     = pcharRE + `*`
+	authorityRE   = `(([` + uriCharsRE + `:]|` + pctRE + `)*@)?([` + uriCharsRE + `]|` + pctRE + `)*(:[0-9]*)?`
+	pathAbsRE     = `/(` + pcharRE + `+(/` + segmentRE + `)*)?`
+	tailRE        = `(\?([` + uriCharsRE + `:@/?]|` + pctRE + `)*)?(#([` + uriCharsRE + `:@/?]|` + pctRE + `)*)?`
+	uriRE         = `[a-zA-Z][a-zA-Z0-9+.-]*:(//` + authorityRE + `(/` + segmentRE + `)*|` + pathAbsRE + `|` + pcharRE + `+(/` + segmentRE + `)*)?` + tailRE
+	noColonRE     = `([` + uriCharsRE + `@]|` + pctRE + `)`
+	relativeRefRE = `(//` + authorityRE + `(/` + segmentRE + `)*|` + pathAbsRE + `|` + noColonRE + `+(/` + segmentRE + `)*)?` + tailRE
+
+	jsonPointerRE = `(/([^/~]|~[01])*)*`
+
+	// RFC 6570 section 2: literals and expressions of levels 1 to 3.
+	uriTemplateRE = `([-!#$&()*+,./0-9:;=?@A-Z\[\]_a-z~]|` + pctRE + `|\{[+#./;?&]?` + varSpecRE + `(,` + varSpecRE + `)*\})*`
+	varCharRE     = `([A-Za-z0-9_]|` + pctRE + `)`
+	varSpecRE     = varCharRE + `+(\.` + varCharRE + `+)*(:[1-9][0-9]{0,3}|\*)?`
+
+	// A regular subset of the regular expressions that both ECMA-262 (with
+	// the u flag) and Python's re compile: groups nest at most two deep;
+	// character classes hold single characters, escapes, the ranges a-z,
+	// A-Z, 0-9, a-f and A-F (so no reversed range) and "-" only first or
+	// last; a quantifier follows an atom only (no "nothing to repeat", no
+	// "{3,1}"). The full language nests parentheses without bound: it is
+	// not regular.
+	regexRE     = `\^?` + regexAlt2RE + `\$?`
+	reAtomRE    = `([^\\^$.|?*+()\[\]{}]|\\[dDwWsSnrtfv\\^$.|?*+()\[\]{}/]|\.|` + reClassRE + `)`
+	reClassRE   = `\[\^?(-|-?` + reClassItem + `+-?)\]`
+	reClassItem = `([^-\\\[\]^]|\\[dDwWsSnrtfv\\^$.|?*+()\[\]{}/-]|a-z|A-Z|0-9|a-f|A-F)`
+	reQuantRE   = `(([*+?]|\{[0-9]{1,3},?\}|\{0,[0-9]{1,3}\})\??)?`
+	regexAlt0RE = `(` + reAtomRE + reQuantRE + `)*(\|(` + reAtomRE + reQuantRE + `)*)*`
+	reGroup1RE  = `\((\?:)?` + regexAlt0RE + `\)`
+	regexAlt1RE = `((` + reAtomRE + `|` + reGroup1RE + `)` + reQuantRE + `)*(\|((` + reAtomRE + `|` + reGroup1RE + `)` + reQuantRE + `)*)*`
+	reGroup2RE  = `\((\?:)?` + regexAlt1RE + `\)`
+	regexAlt2RE = `((` + reAtomRE + `|` + reGroup2RE + `)` + reQuantRE + `)*(\|((` + reAtomRE + `|` + reGroup2RE + `)` + reQuantRE + `)*)*`
 )
 
 // numberFrag compiles numbers with bounds. Integers take any bounds; other

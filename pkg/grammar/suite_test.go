@@ -220,7 +220,7 @@ func TestJSONSchemaTestSuite(t *testing.T) {
 		// with the bounds (what generation uses) valid instances may be
 		// refused, invalid ones still never accepted.
 		{"draft2020-12 required", "draft2020-12/*.json", validator(Options{FormatAnnotation: true}), false},
-		{"draft2020-12 formats asserted", "draft2020-12/optional/format/{date,date-time,time,uuid,ipv4,email,hostname}.json", validator(Options{}), true},
+		{"draft2020-12 formats asserted", "draft2020-12/optional/format/{date,date-time,time,duration,uuid,ipv4,ipv6,email,idn-email,hostname,idn-hostname,uri,uri-reference,iri,iri-reference,json-pointer,relative-json-pointer,uri-template,regex}.json", validator(Options{}), true},
 		{"draft7 required", "draft7/*.json", validator(Options{FormatAnnotation: true, DefaultDraft: 7}), false},
 		{"draft2020-12 required, generation bounds", "draft2020-12/*.json", Options{FormatAnnotation: true, MaxStringLength: 2, MaxItems: 2}, true},
 	}
