@@ -77,6 +77,11 @@ func TestLanguages(t *testing.T) {
 			[]string{`"http://x/{id}"`, `"/a{?q,page:3}{#frag}"`, `"{+path*}/b"`, `"plain"`}, []string{`"http://x/{"`, `"{}"`, `"a}"`, `"{a b}"`, `"{id:0}"`}},
 		{"schema format regex (a subset both ECMA-262 and Python compile)", Spec{Kind: KindJSONSchema, Text: `{"type":"string","format":"regex"}`},
 			[]string{`"^[a-z0-9_-]+$"`, `"(ab|c)*d{2,}?"`, `"((x)?y)+"`, `"\\d+\\.\\d*"`, `""`}, []string{`"*"`, `"\\"`, `"(a"`, `"a)"`, `"[z-a]"`, `"a**"`, `"[a"`, `"x{3,1}"`}},
+		{"schema patternProperties with properties and additionalProperties", Spec{Kind: KindJSONSchema, Text: `{"type":"object","properties":{"x-a":{"type":"integer"},"b":{"type":"boolean"}},"patternProperties":{"^x-":{"maximum":5},"n$":{"type":"string"}},"additionalProperties":{"type":"null"}}`},
+			[]string{`{"x-a":5}`, `{"b":true,"x-q":1}`, `{"z":null}`, `{"un":"s"}`, `{"x-n":"s"}`, `{"x-a":1,"b":false,"x-y":2,"zn":"t","q":null}`},
+			[]string{`{"x-a":6}`, `{"x-q":6}`, `{"z":1}`, `{"un":1}`, `{"x-n":1}`, `{"x-n":6}`, `{"b":null}`}},
+		{"schema patternProperties without additional members", Spec{Kind: KindJSONSchema, Text: `{"patternProperties":{"^[0-9]+$":{"type":"integer"}},"additionalProperties":false,"required":["7"]}`},
+			[]string{`{"7":1}`, `{"7":1,"12":3}`}, []string{`{}`, `{"7":"a"}`, `{"7":1,"a":1}`}},
 		{"schema allOf merges", Spec{Kind: KindJSONSchema, Text: `{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`},
 			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1}`, `{"b":"x"}`}},
 		{"schema oneOf with disjoint types", Spec{Kind: KindJSONSchema, Text: `{"oneOf":[{"type":"string"},{"type":"integer"}]}`},
@@ -111,7 +116,7 @@ func TestRefusalsNameTheKeyword(t *testing.T) {
 		{`{"oneOf":[{"type":"object"},{"required":["a"]}]}`, `"oneOf"`},
 		{`{"$ref":"http://example.com/other.json"}`, `"$ref"`},
 		{`{"type":"number","minimum":0.5}`, `"minimum"`},
-		{`{"type":"object","patternProperties":{"^a":{}}}`, `"patternProperties"`},
+		{`{"type":"object","patternProperties":{"^a":{},"^b":{},"^c":{},"^d":{}}}`, `"patternProperties"`},
 		{`{"$schema":"http://json-schema.org/draft-03/schema#"}`, `"$schema"`},
 	}
 	for _, tc := range cases {

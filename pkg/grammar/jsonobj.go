@@ -45,6 +45,10 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 			return nil, err
 		}
 	}
+	pats, err := c.patternProps(s)
+	if err != nil {
+		return nil, err
+	}
 	var items []propItem
 	var names []string
 	if p := s.get("properties"); p != nil {
@@ -62,7 +66,7 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 				}
 				continue
 			}
-			r, err := c.ruleFor(m.val)
+			r, err := c.ruleFor(c.withPatterns(m.val, pats, m.key))
 			if err != nil {
 				return nil, err
 			}
@@ -74,10 +78,18 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 		if slices.Contains(names, k) {
 			continue
 		}
+		names = append(names, k)
+		if v := c.withPatterns(nil, pats, k); v != nil {
+			r, err := c.ruleFor(v)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, propItem{quoteJSON(k), r, true})
+			continue
+		}
 		if !extraAllowed {
 			return alt(), nil
 		}
-		names = append(names, k)
 		items = append(items, propItem{quoteJSON(k), extraRule, true})
 	}
 	for _, kw := range []string{"minProperties", "maxProperties"} {
@@ -96,18 +108,26 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 		}
 		switch {
 		case kw == "minProperties" && n <= nreq:
-		case kw == "maxProperties" && n >= nall && !extraAllowed:
+		case kw == "maxProperties" && n >= nall && !extraAllowed && len(pats) == 0:
 		default:
 			return nil, unsupported(kw, "only when the required (or all possible) properties already satisfy it")
 		}
 	}
-	var extraKey frag
-	if extraAllowed {
+	// Extra members: a key of each pattern class with the allOf of its
+	// patterns' schemas, and a key no pattern matches with
+	// additionalProperties.
+	var extras []frag
+	if len(pats) > 0 {
+		var err error
+		if extras, err = c.patternMembers(pats, names, extraAllowed, extraRule); err != nil {
+			return nil, err
+		}
+	} else if extraAllowed {
 		k, err := c.keyExcluding(names)
 		if err != nil {
 			return nil, err
 		}
-		extraKey = k
+		extras = []frag{seq(k, c.ws(), lit(":"), c.ws(), call(extraRule))}
 	}
 	ws := c.ws()
 	return func(n *nfa, from, to int32) {
@@ -135,9 +155,9 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 		}
 		last := states[len(items)]
 		closeFrom := n.state()
-		if extraAllowed {
+		if len(extras) > 0 {
 			more := n.state()
-			em := seq(extraKey, ws, lit(":"), ws, call(extraRule))
+			em := alt(extras...)
 			em(n, last[1], more)
 			seq(sep, em)(n, last[0], more)
 			// Extra members after the first: as many as the generation

@@ -274,7 +274,7 @@ var keywordTypes = map[string]string{
 // refused are keywords with no sound grammar here.
 var refused = map[string]string{
 	"not": "", "if": "", "then": "", "else": "", "$dynamicRef": "", "$recursiveRef": "", "$recursiveAnchor": "",
-	"patternProperties": "", "propertyNames": "", "dependentRequired": "", "dependentSchemas": "",
+	"propertyNames": "", "dependentRequired": "", "dependentSchemas": "",
 	"unevaluatedProperties": "", "unevaluatedItems": "", "dependencies": "", "contains": "", "minContains": "",
 	"maxContains": "", "multipleOf": "",
 }
