@@ -155,9 +155,9 @@ func (p *Pusher) Close() error {
 	return nil
 }
 
-// optionalLinger is how long an OptionalPusher collects messages into one
-// frame after the first.
-const optionalLinger = 5 * time.Millisecond
+// optionalLinger is how long an OptionalPusher holds messages after the
+// first to write them together (cut short once its queue is half full).
+const optionalLinger = 50 * time.Millisecond
 
 // OptionalPusher is the PUSH end towards a peer the sender must never wait
 // for (every role → metric). Send only queues; a background goroutine
@@ -167,22 +167,33 @@ type OptionalPusher struct {
 	endpoint string
 	opts     Options
 	ch       chan []byte
-	cancel   context.CancelFunc
-	done     chan struct{}
+	linger   time.Duration // optionalLinger; tests lengthen it
+	// kick ends the writer's linger early: Send posts it (without waiting)
+	// once the queue is half full, so a burst is written before it
+	// overflows the queue, however long the linger.
+	kick   chan struct{}
+	half   int
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	sent, dropped atomic.Uint64
 }
 
 // NewOptionalPusher starts the background sender for endpoint.
 func NewOptionalPusher(endpoint string, opts Options) (*OptionalPusher, error) {
+	return newOptionalPusher(endpoint, opts, optionalLinger)
+}
+
+func newOptionalPusher(endpoint string, opts Options, linger time.Duration) (*OptionalPusher, error) {
 	if _, err := socketPath(endpoint); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &OptionalPusher{
-		endpoint: endpoint, opts: opts, cancel: cancel,
-		ch: make(chan []byte, opts.QueueLen), done: make(chan struct{}),
+		endpoint: endpoint, opts: opts, cancel: cancel, linger: linger,
+		ch: make(chan []byte, opts.QueueLen), kick: make(chan struct{}, 1),
+		half: max(1, opts.QueueLen/2), done: make(chan struct{}),
 	}
 	go p.loop(ctx)
 	return p, nil
@@ -193,6 +204,14 @@ func NewOptionalPusher(endpoint string, opts Options) (*OptionalPusher, error) {
 func (p *OptionalPusher) Send(m Message) bool {
 	select {
 	case p.ch <- Encode(m):
+		// len of a buffered channel is one unlocked load: the writer is
+		// woken only once the queue is half full, not per message.
+		if len(p.ch) >= p.half {
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		}
 		return true
 	default:
 		p.dropped.Add(1)
@@ -225,6 +244,7 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 		nextDial = time.Time{}
 		batch    [][]byte
 		linger   = time.NewTimer(time.Hour)
+		full     bool // the last frame was a full MaxBatch and more are queued
 	)
 	linger.Stop()
 	defer func() {
@@ -253,32 +273,45 @@ func (p *OptionalPusher) loop(ctx context.Context) {
 			return
 		case data = <-p.ch:
 		}
-		// What arrives within optionalLinger of the first message goes out
-		// with it as one frame: a ZMQ write costs two syscalls here, and
-		// infer's per-step metrics plus the apiserver's per-request ones
-		// would otherwise cost a write (and a wake-up of the metric role)
-		// each. Metrics are scraped every few seconds; 5 ms is invisible.
+		// What arrives within the linger after the first message goes out
+		// with it: a ZMQ write costs two syscalls here, and infer's
+		// per-step metrics plus the apiserver's per-request ones would
+		// otherwise cost a write (and a wake-up of the metric role) each.
+		// Metrics are scraped every few seconds; 50 ms is invisible there.
+		// The loop sleeps on the timer, not on the queue, so a Send during
+		// the linger only fills the channel's buffer: waking this goroutine
+		// per message cost infer a thread wake-up per engine step. The
+		// queue is drained when the linger ends, MaxBatch messages a frame.
+		// The linger is skipped after a full frame with more queued, and
+		// cut short once the queue is half full (kick), so a burst cannot
+		// overflow the queue while the writer sleeps.
 		n := uint64(1)
 		batch = append(batch[:0], data)
-		linger.Reset(optionalLinger)
-	collect:
-		for len(batch) < MaxBatch {
+		select {
+		case <-p.kick: // stale: posted while the last frame was written
+		default:
+		}
+		if !full && len(p.ch)+1 < p.half {
+			linger.Reset(p.linger)
 			select {
-			case f := <-p.ch:
-				batch = append(batch, f)
 			case <-linger.C:
-				break collect
+			case <-p.kick:
+				linger.Stop()
 			case <-ctx.Done():
 				p.dropped.Add(uint64(len(batch))) // Close: the batch in hand is dropped too
 				return
 			}
 		}
-		if !linger.Stop() {
+	collect:
+		for len(batch) < MaxBatch {
 			select {
-			case <-linger.C:
+			case f := <-p.ch:
+				batch = append(batch, f)
 			default:
+				break collect
 			}
 		}
+		full = len(batch) == MaxBatch && len(p.ch) > 0
 		if len(batch) > 1 {
 			data, n = EncodeBatch(batch), uint64(len(batch))
 		}
