@@ -146,6 +146,11 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		return nil, err
 	}
 	truncate := -1 // generation bound in characters on a pattern's strings
+	if hasMax && maxL > maxLengthBound && c.opts.stringBound() >= 0 && minL <= maxLengthBound {
+		// A bound beyond what is counted exactly: the generation bound
+		// applies instead, a subset (every string it allows is shorter).
+		hasMax, maxL = false, -1
+	}
 	if !hasMax {
 		maxL = -1
 		// The generation bound, unless a format bounds the string already
@@ -220,12 +225,20 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		c.b.defineDFA(r, d)
 		return call(r), nil
 	}
+	cutExact := false // truncate is maxLength itself, not a generation bound
 	if counted {
 		d, err := c.boundedChars(minL, maxL)
-		if err != nil {
+		switch {
+		case err == nil:
+			parts = append([]*dfa{d}, parts...)
+		case minL > 0 || len(parts) == 0:
 			return nil, unsupported("maxLength", err.Error())
+		default:
+			// Too many characters to count beside a pattern or format:
+			// cut the pattern's strings at maxLength instead, which
+			// counts an escape as its bytes (a subset).
+			counted, truncate, cutExact = false, maxL, true
 		}
-		parts = append([]*dfa{d}, parts...)
 	}
 	if len(parts) == 0 {
 		return call(c.stringRule()), nil
@@ -247,7 +260,16 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			return nil, unsupported("pattern", err.Error())
 		}
 	}
-	if truncate >= 0 && content.cyclic() {
+	if cutExact {
+		t, err := c.truncatedOnce(content, truncate)
+		if L := c.opts.stringBound(); err != nil && L >= 0 && L < truncate {
+			t, err = c.truncatedOnce(content, L) // shorter still: a subset
+		}
+		if err != nil {
+			return nil, unsupported("maxLength", err.Error())
+		}
+		content = t
+	} else if truncate >= 0 && content.cyclic() {
 		if t, err := c.truncatedOnce(content, truncate); err == nil {
 			content = t
 		} // else: too large to cut; the unbounded strings stay (still valid)
