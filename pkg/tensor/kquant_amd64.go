@@ -18,6 +18,9 @@ func q5KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, o
 func q6KRowsVNNI(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
 
 //go:noescape
+func q6KRowsZ(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32)
+
+//go:noescape
 func q6KDotx4AVX2(w *byte, xq *int8, xd *float32, xbs *int16, nb int, out *[4]float32)
 
 //go:noescape
@@ -105,6 +108,9 @@ func q5KRows() func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int
 }
 
 func q6KRows() func(w *byte, xq *int8, xd *float32, xbs *int16, nb int, rows int, out *float32) {
+	if hasVNNI && hasGFNI {
+		return q6KRowsZ
+	}
 	if hasVNNI {
 		return q6KRowsVNNI
 	}

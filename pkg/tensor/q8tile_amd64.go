@@ -10,6 +10,10 @@ import (
 // the same numbers as the AVX2 ones in fewer instructions.
 var hasVNNI = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI
 
+// hasGFNI adds, to hasVNNI, the 512-bit GFNI affine byte transform
+// q6KRowsZ unpacks q6_K's high bits with.
+var hasGFNI = cpu.X86.HasAVX512GFNI
+
 //go:noescape
 func q8TileVNNI(w unsafe.Pointer, nb int, tile unsafe.Pointer, ntok int, out *[8]float32)
 
