@@ -92,6 +92,7 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 		}
 		items = append(items, propItem{quoteJSON(k), extraRule, true})
 	}
+	nonEmpty := false
 	for _, kw := range []string{"minProperties", "maxProperties"} {
 		n, ok, err := c.nonNegInt(s, kw)
 		if err != nil {
@@ -108,6 +109,8 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 		}
 		switch {
 		case kw == "minProperties" && n <= nreq:
+		case kw == "minProperties" && n == 1:
+			nonEmpty = true // no closing the object before its first member
 		case kw == "maxProperties" && n >= nall && !extraAllowed && len(pats) == 0:
 		default:
 			return nil, unsupported(kw, "only when the required (or all possible) properties already satisfy it")
@@ -167,7 +170,9 @@ func (c *schemaCompiler) objectFrag(s *jv) (frag, error) {
 			n.eps[end] = append(n.eps[end], closeFrom)
 		}
 		n.eps[last[0]] = append(n.eps[last[0]], closeFrom)
-		n.eps[last[1]] = append(n.eps[last[1]], closeFrom)
+		if !nonEmpty {
+			n.eps[last[1]] = append(n.eps[last[1]], closeFrom)
+		}
 		seq(ws, lit("}"))(n, closeFrom, to)
 	}, nil
 }

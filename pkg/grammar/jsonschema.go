@@ -293,6 +293,9 @@ func (c *schemaCompiler) schemaFrag(s *jv) (frag, error) {
 	default:
 		return nil, fmt.Errorf("%w: a schema must be an object or a boolean, not %s", ErrInvalid, canonical(s))
 	}
+	if f, ok, err := c.validatedLiterals(s); ok {
+		return f, err
+	}
 	if ref := s.get("$ref"); ref != nil {
 		if ref.kind != 's' {
 			return nil, fmt.Errorf("%w: $ref must be a string", ErrInvalid)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"unicode"
 )
 
@@ -218,6 +219,9 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			return call(c.stringRule()), nil // the bounded any_string itself
 		}
 		d, err := c.boundedString(minL, maxL) // quoted(boundedChars) without the content's table
+		if L := c.opts.stringBound(); err != nil && minL <= L && L < maxL {
+			d, err = c.boundedString(minL, L) // too many to count: the generation bound, a subset
+		}
 		if err != nil {
 			return nil, unsupported("maxLength", err.Error())
 		}
@@ -226,8 +230,14 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		return call(r), nil
 	}
 	cutExact := false // truncate is maxLength itself, not a generation bound
+	if counted && minL == 0 && slices.ContainsFunc(parts, func(d *dfa) bool { n := d.longest(); return n >= 0 && n <= maxL }) {
+		counted = false // a format's strings are that short already (bytes bound characters)
+	}
 	if counted {
 		d, err := c.boundedChars(minL, maxL)
+		if L := c.opts.stringBound(); err != nil && minL > 0 && minL <= L && L < maxL {
+			d, err = c.boundedChars(minL, L) // too many to count: the generation bound, a subset
+		}
 		switch {
 		case err == nil:
 			parts = append([]*dfa{d}, parts...)
@@ -244,7 +254,7 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 		return call(c.stringRule()), nil
 	}
 	content := parts[0]
-	if len(parts) == 2 && minL == 0 && hasMax && truncate < 0 && parts[1].cyclic() && parts[1].singleByteChars() {
+	if counted && len(parts) == 2 && minL == 0 && hasMax && truncate < 0 && parts[1].cyclic() && parts[1].singleByteChars() {
 		// maxLength over a pattern of one-byte characters: the pattern cut
 		// at maxLength bytes is exact, and its states derive from the
 		// pattern's (cutLeaf) instead of a product whose every counting

@@ -258,6 +258,47 @@ func quoted(content *dfa) *dfa {
 // cyclic reports whether the call-free automaton d accepts unboundedly
 // long texts (every state of a trimmed DFA is live, so a reachable cycle
 // is enough).
+// longest is the most bytes a path from the start takes, -1 when d has
+// a cycle. States are trimmed, so every path can still reach acceptance.
+func (d *dfa) longest() int {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, d.states())
+	depth := make([]int, d.states()) // of a black state: the most bytes after it
+	type frame struct{ q, c int32 }
+	stack := []frame{{0, 0}}
+	color[0] = grey
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if int(f.c) == d.ncls {
+			for c := 0; c < d.ncls; c++ {
+				if t := d.trans[int(f.q)*d.ncls+c]; t >= 0 {
+					depth[f.q] = max(depth[f.q], 1+depth[t])
+				}
+			}
+			color[f.q] = black
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		t := int32(d.trans[int(f.q)*d.ncls+int(f.c)])
+		f.c++
+		if t < 0 {
+			continue
+		}
+		switch color[t] {
+		case grey:
+			return -1
+		case white:
+			color[t] = grey
+			stack = append(stack, frame{t, 0})
+		}
+	}
+	return depth[0]
+}
+
 func (d *dfa) cyclic() bool {
 	const (
 		white = iota
