@@ -45,11 +45,9 @@ type Vocab struct {
 	rest       *Vocab
 
 	mu        sync.Mutex
-	leafLang  map[leafKey][32]byte // (rule automaton, state) → language key
-	leafCache map[[32]byte]*leafResult
-	leafBytes int // memory held by leafCache, bounded by leafCacheMax
-	cutBases  map[cutKey]*cutBase
-	cutBytes  int // memory held by cutBases, bounded by cutBasesMax
+	leafLang  map[leafKey][32]byte            // (rule automaton, state) → language key
+	leafCache genCache[[32]byte, *leafResult] // bounded by leafCacheMax
+	cutBases  genCache[cutKey, *cutBase]      // bounded by cutBasesMax
 }
 
 const leafCacheMax = 256 << 20
@@ -58,7 +56,7 @@ const leafCacheMax = 256 << 20
 // entries are never allowed (special and unused ids), eos lists the ids
 // that end the text.
 func NewVocab(tokens [][]byte, eos []int32) *Vocab {
-	v := &Vocab{size: len(tokens), tokens: flatten(tokens), leafLang: map[leafKey][32]byte{}, leafCache: map[[32]byte]*leafResult{}, dupTok: map[int32][]int32{}}
+	v := &Vocab{size: len(tokens), tokens: flatten(tokens), leafLang: map[leafKey][32]byte{}, leafCache: newGenCache[[32]byte, *leafResult](leafCacheMax), cutBases: newGenCache[cutKey, *cutBase](cutBasesMax), dupTok: map[int32][]int32{}}
 	for _, e := range eos {
 		if e >= 0 && int(e) < len(tokens) {
 			v.eos = append(v.eos, e)

@@ -193,7 +193,7 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	v.mu.Lock()
 	lang, ok := v.leafLang[key]
 	if ok {
-		if lr, ok := v.leafCache[lang]; ok {
+		if lr, ok := v.leafCache.get(lang); ok {
 			v.mu.Unlock()
 			return lr
 		}
@@ -208,7 +208,7 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 	}
 	v.mu.Lock()
 	v.leafLang[key] = lang
-	lr, ok := v.leafCache[lang]
+	lr, ok := v.leafCache.get(lang)
 	v.mu.Unlock()
 	if ok {
 		return lr
@@ -224,10 +224,7 @@ func (v *Vocab) leaf(d *dfa, q int32) *leafResult {
 		lr = v.computeLeaf(d, q)
 	}
 	v.mu.Lock()
-	if v.leafBytes+lr.size() <= leafCacheMax {
-		v.leafCache[lang] = lr
-		v.leafBytes += lr.size()
-	}
+	v.leafCache.put(lang, lr, lr.size())
 	v.mu.Unlock()
 	return lr
 }
@@ -590,7 +587,7 @@ type cutKey struct {
 }
 
 // cutBasesMax bounds the memory of the cut bases of one Vocab (a base of a
-// free-text state holds ~100k items); past it bases are recomputed.
+// free-text state holds ~100k items); the least recently used go first.
 const cutBasesMax = 64 << 20
 
 func (b *cutBase) size() int { return 8*len(b.bits) + 8*len(b.toks) + 8*len(b.exits) + 64 }
@@ -603,18 +600,12 @@ func (v *Vocab) cutLeaf(c *cutInfo, j int) *leafResult {
 	left := c.left[j]
 	k := cutKey{c.quotedSrc, c.state[j] + 1}
 	v.mu.Lock()
-	base, ok := v.cutBases[k]
+	base, ok := v.cutBases.get(k)
 	v.mu.Unlock()
 	if !ok {
 		base = v.newCutBase(c, c.state[j])
 		v.mu.Lock()
-		if v.cutBases == nil {
-			v.cutBases = map[cutKey]*cutBase{}
-		}
-		if v.cutBytes+base.size() <= cutBasesMax {
-			v.cutBases[k] = base
-			v.cutBytes += base.size()
-		}
+		v.cutBases.put(k, base, base.size())
 		v.mu.Unlock()
 	}
 	bitsOut := append([]uint64(nil), base.bits...)
