@@ -21,7 +21,7 @@ func TestGenCache(t *testing.T) {
 		}},
 		{"a hit in the old generation survives the next turnover", 40, []op{
 			{put: true, key: 1, size: 10}, {put: true, key: 2, size: 10}, {put: true, key: 3, size: 10}, // 1, 2 old
-			{key: 1, want: true}, // back to the young one, with 3
+			{key: 1, want: true},          // back to the young one, with 3
 			{put: true, key: 4, size: 10}, // young full: {3, 1} old, 2 dropped
 			{key: 1, want: true}, {key: 2, want: false}, {key: 3, want: true},
 		}},

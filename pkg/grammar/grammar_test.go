@@ -128,6 +128,7 @@ func TestLanguages(t *testing.T) {
 func TestRefusalsNameTheKeyword(t *testing.T) {
 	cases := []struct{ schema, keyword string }{
 		{`{"not":{"type":"string"}}`, `"not"`},
+		{`{"type":"string","pattern":"Red|Blue|Yellow|Gold|Silver|Crystal|Ruby|Sapphire|Emerald|FireRed|LeafGreen|Diamond|Pearl|Platinum|HeartGold|SoulSilver|Black|White|Black 2|White 2|X|Y|Omega Ruby|Alpha Sapphire|Sun|Moon|Ultra Sun|Ultra Moon|Let's Go Pikachu|Let's Go Eevee"}`, `too large to build`},
 		{`{"$defs":{"a":{"type":"string"}},"enum":["x",1],"not":{"$ref":"#/$defs/a"}}`, `"not"`},
 		{`{"type":"array","uniqueItems":true}`, `"uniqueItems"`},
 		{`{"type":"number","multipleOf":3}`, `"multipleOf"`},
