@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +15,7 @@ import (
 )
 
 func newBenchGrammarCmd() *cobra.Command {
-	var tokDir, corpus, profile string
+	var tokDir, corpus, profile, maskbench string
 	var random, maxTokens, procs, maxString, maxItems, maxWS int
 	var seed uint64
 	var asJSON bool
@@ -23,7 +25,9 @@ func newBenchGrammarCmd() *cobra.Command {
 		Long: "Compiles every schema of --corpus (a directory of *.json), forces each schema's \"examples\"\n" +
 			"through the mask token by token, then samples --random generations uniformly among the allowed\n" +
 			"tokens. Prints mask time per token and time to first mask (compile + first mask) as p50/p99/p99.9,\n" +
-			"wall clock and CPU time of the measuring thread, and the share of forced tokens.",
+			"wall clock and CPU time of the measuring thread, and the share of forced tokens.\n" +
+			"With --maskbench FILE (JSON lines from scripts/maskbench-prep.py) it runs MaskBench's test instead:\n" +
+			"every test instance forced through the mask, schemas passing, instances wrongly accepted or rejected.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if tokDir == "" {
@@ -34,9 +38,11 @@ func newBenchGrammarCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			schemas, err := grammar.LoadBenchCorpus(corpus)
-			if err != nil {
-				return err
+			var schemas []grammar.BenchSchema
+			if maskbench == "" {
+				if schemas, err = grammar.LoadBenchCorpus(corpus); err != nil {
+					return err
+				}
 			}
 			v := grammar.VocabFromTokenizer(tk)
 			// After the per-tokenizer setup: the profile shows the run.
@@ -45,9 +51,13 @@ func newBenchGrammarCmd() *cobra.Command {
 				return err
 			}
 			defer stop()
+			opts := grammar.Options{MaxStringLength: maxString, MaxItems: maxItems, MaxWhitespace: maxWS}
+			if maskbench != "" {
+				return runMaskBench(cmd, maskbench, v, func(s string) []int32 { return tk.Encode(s, false) }, opts, asJSON)
+			}
 			rep, err := grammar.Bench(grammar.BenchConfig{Vocab: v, Encode: func(s string) []int32 { return tk.Encode(s, false) },
 				Corpus: schemas, RandomRuns: random, MaxTokens: maxTokens, Seed: seed,
-				Options: grammar.Options{MaxStringLength: maxString, MaxItems: maxItems, MaxWhitespace: maxWS}})
+				Options: opts})
 			if err != nil {
 				return err
 			}
@@ -83,5 +93,39 @@ func newBenchGrammarCmd() *cobra.Command {
 	cmd.Flags().IntVar(&maxItems, "max_items", 0, "generation bound on array items and free-form object members (0: the default, -1: none)")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a Go CPU profile of the measured run (not the tokenizer setup) to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&maskbench, "maskbench", "", "run MaskBench's test over this JSON-lines file (scripts/maskbench-prep.py) instead of --corpus")
 	return cmd
+}
+
+func runMaskBench(cmd *cobra.Command, path string, v *grammar.Vocab, encode func(string) []int32, opts grammar.Options, asJSON bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--maskbench: %w", err)
+	}
+	defer f.Close()
+	rep, err := grammar.MaskBench(f, v, encode, opts)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+	}
+	out := cmd.OutOrStdout()
+	refusals := make([]string, 0, len(rep.RefusedBy))
+	for msg := range rep.RefusedBy {
+		refusals = append(refusals, msg)
+	}
+	sort.Slice(refusals, func(i, j int) bool { return rep.RefusedBy[refusals[i]] > rep.RefusedBy[refusals[j]] })
+	for _, msg := range refusals[:min(len(refusals), 15)] {
+		fmt.Fprintf(out, "refused %5d: %s\n", rep.RefusedBy[msg], msg)
+	}
+	for _, id := range rep.InvalidAcceptedIDs {
+		fmt.Fprintf(out, "invalid instance accepted: %s\n", id)
+	}
+	fmt.Fprintf(out, "schemas %d, refused %d, passing %d (%.1f%%), tests %d, valid rejected %d, invalid accepted %d, time to first mask over 15 ms %d\n",
+		rep.Schemas, rep.Refused, rep.Passing, 100*float64(rep.Passing)/float64(max(rep.Schemas, 1)), rep.Tests, rep.ValidRejected, rep.InvalidAccepted, len(rep.SlowTTFMs))
+	fmt.Fprintf(out, "mask per token  wall p50 %v p99 %v p99.9 %v max %v | cpu p50 %v p99 %v p99.9 %v\n",
+		rep.Mask.P50, rep.Mask.P99, rep.Mask.P999, rep.Mask.Max, rep.Mask.CPUP50, rep.Mask.CPUP99, rep.Mask.CPUP999)
+	fmt.Fprintf(out, "time to first mask  wall p50 %v p99 %v max %v | cpu p50 %v p99 %v\n", rep.TTFM.P50, rep.TTFM.P99, rep.TTFM.Max, rep.TTFM.CPUP50, rep.TTFM.CPUP99)
+	return nil
 }
