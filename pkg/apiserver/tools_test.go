@@ -287,13 +287,13 @@ func TestConstraintFields(t *testing.T) {
 func TestConstraintRefused(t *testing.T) {
 	ts := startQwen(t, "{}", apiserver.Options{})
 	r := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"json_schema",`+
-		`"json_schema":{"name":"x","schema":{"type":"object","patternProperties":{"^a":{"type":"string"}}}}}}`)
-	if r.status != 400 || !strings.Contains(string(r.body), "patternProperties") || !strings.Contains(string(r.body), `"param":"response_format"`) {
+		`"json_schema":{"name":"x","schema":{"type":"object","dependencies":{"a":["b"]}}}}}`)
+	if r.status != 400 || !strings.Contains(string(r.body), "dependencies") || !strings.Contains(string(r.body), `"param":"response_format"`) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	r = ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hi"}],"tool_choice":"required","tools":[`+
-		`{"type":"function","function":{"name":"f","parameters":{"type":"object","patternProperties":{"^a":{}}}}}]}`)
-	if r.status != 400 || !strings.Contains(string(r.body), "patternProperties") || !strings.Contains(string(r.body), `"param":"tools"`) {
+		`{"type":"function","function":{"name":"f","parameters":{"type":"object","dependencies":{"a":["b"]}}}}]}`)
+	if r.status != 400 || !strings.Contains(string(r.body), "dependencies") || !strings.Contains(string(r.body), `"param":"tools"`) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }

@@ -207,8 +207,8 @@ func TestReplay(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	f := NewFactory(newToy(), []int32{eos})
-	_, err := f.New(Spec{Grammar: grammar.Spec{Kind: grammar.KindJSONSchema, Text: `{"patternProperties":{"a":{}}}`}}, 200)
-	if err == nil || !strings.Contains(err.Error(), "patternProperties") {
+	_, err := f.New(Spec{Grammar: grammar.Spec{Kind: grammar.KindJSONSchema, Text: `{"dependencies":{"a":["b"]}}`}}, 200)
+	if err == nil || !strings.Contains(err.Error(), "dependencies") {
 		t.Fatalf("err %v", err)
 	}
 	s := Spec{Grammar: grammar.Spec{Kind: grammar.KindRegex, Text: "a+"}, Trigger: "<tool_call>", ThinkOpen: true}

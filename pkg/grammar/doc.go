@@ -47,15 +47,21 @@
 //
 // # JSON Schema
 //
-// Supported: type (incl. unions and "null"), properties (generated in schema
+// Supported (draft 2020-12, 2019-09, 7, 6 and 4; docs/grammar.md has the
+// details): type (incl. unions and "null"), properties (generated in schema
 // order), required, additionalProperties (false, true or a schema),
-// enum/const, items/prefixItems/minItems/maxItems, minLength/maxLength,
-// pattern, format (date-time, date, time, uuid, ipv4, email, hostname),
-// minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers, anyOf,
+// patternProperties (up to 3 patterns), enum/const (beside any other
+// keyword: the listed values that validate), items/prefixItems/minItems/
+// maxItems, minLength/maxLength, pattern, format (date-time, date, time,
+// duration, uuid, ipv4, ipv6, email, hostname and their idn- forms, uri,
+// iri, uri-reference, iri-reference, uri-template, json-pointer,
+// relative-json-pointer, regex: sound subsets), minimum/maximum/
+// exclusiveMinimum/exclusiveMaximum on integers, minProperties 1, anyOf,
 // oneOf (when its branches are provably disjoint), allOf (merged when
 // sound), $ref/$defs/definitions (local, incl. recursion), boolean schemas.
 // Annotations (title, description, default, examples, $comment...) are
-// ignored. Any other keyword is refused with an error naming it: the engine
-// never under-constrains silently. Whitespace between tokens is allowed but
+// ignored, as are keywords no draft defines (x-... extensions). Any other
+// keyword is refused with an error naming it: the engine never
+// under-constrains silently. Whitespace between tokens is allowed but
 // bounded (Options.MaxWhitespace) so a sampled model cannot pad forever.
 package grammar

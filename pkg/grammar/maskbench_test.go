@@ -16,8 +16,8 @@ func TestMaskBenchCounts(t *testing.T) {
 		return string(b)
 	}
 	cases := []struct {
-		name                                           string
-		records                                        []string
+		name                                          string
+		records                                       []string
 		schemas, refused, passing, validRej, invalAcc int
 	}{
 		{"decided right: passing", []string{rec("int", `{"type":"integer"}`, test{"12", true}, test{`"a"`, false}, test{"1.5", false})}, 1, 0, 1, 0, 0},
