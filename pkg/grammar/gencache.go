@@ -63,8 +63,3 @@ func (c *genCache[K, V]) insert(k K, e genEntry[V]) {
 	c.young[k] = e
 	c.youngBytes += e.size
 }
-
-// bytes is the memory held.
-func (c *genCache[K, V]) bytes() int { return c.youngBytes + c.oldBytes }
-
-func (c *genCache[K, V]) len() int { return len(c.young) + len(c.old) }
