@@ -100,6 +100,8 @@ func TestLanguages(t *testing.T) {
 			[]string{`"ccc"`, `8`, `[1,2]`}, []string{`"a"`, `"bb"`, `7`, `[1,1]`, `"d"`}},
 		{"schema allOf of an enum and a not", Spec{Kind: KindJSONSchema, Text: `{"allOf":[{"enum":[1,2,3]},{"not":{"enum":[2]}}]}`},
 			[]string{`1`, `3`}, []string{`2`, `4`}},
+		{"schema oneOf of overlapping enums: the values in exactly one", Spec{Kind: KindJSONSchema, Text: `{"oneOf":[{"type":"string","enum":["a","b"]},{"enum":["b","c",1]},{"const":2}]}`},
+			[]string{`"a"`, `"c"`, `1`, `2`}, []string{`"b"`, `3`}},
 		{"schema allOf merges", Spec{Kind: KindJSONSchema, Text: `{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`},
 			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1}`, `{"b":"x"}`}},
 		{"schema oneOf with disjoint types", Spec{Kind: KindJSONSchema, Text: `{"oneOf":[{"type":"string"},{"type":"integer"}]}`},

@@ -8,36 +8,49 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// A schema that lists its values (enum or const, on itself or on a branch
-// of its allOf) allows exactly those of them that validate against the
-// rest of it — whatever the rest says, "not", "if", "uniqueItems" or
+// A schema that lists its values (enum or const, on itself, on a branch
+// of its allOf or on every branch of its anyOf or oneOf) allows exactly
+// those of them that validate against the rest of it — whatever the rest says, "not", "if", "uniqueItems" or
 // "multipleOf" included. Such a language is a finite set of literals, so
 // a validator decides it exactly where a grammar of the other keywords
 // could not be built.
 
-// literalCandidates are the values s lists: its own enum/const, or those
-// of the first branch of its allOf that lists any. Nil when none.
+// literalCandidates are the values s lists: its own enum/const, those of
+// the first branch of its allOf that lists any, or those of all branches
+// of its anyOf or oneOf when each lists some. Nil when none.
 func literalCandidates(s *jv) []*jv {
-	own := func(s *jv) []*jv {
-		if s.kind != 'o' {
-			return nil
-		}
-		if v := s.get("const"); v != nil {
-			return []*jv{v}
-		}
-		if e := s.get("enum"); e != nil && e.kind == 'a' {
-			return e.arr
-		}
+	if s.kind != 'o' {
 		return nil
 	}
-	if vals := own(s); vals != nil {
-		return vals
+	if v := s.get("const"); v != nil {
+		return []*jv{v}
+	}
+	if e := s.get("enum"); e != nil && e.kind == 'a' {
+		return e.arr
 	}
 	if a := s.get("allOf"); a != nil && a.kind == 'a' {
 		for _, br := range a.arr {
-			if vals := own(br); vals != nil {
+			if vals := literalCandidates(br); vals != nil {
 				return vals
 			}
+		}
+	}
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		a := s.get(kw)
+		if a == nil || a.kind != 'a' || len(a.arr) == 0 {
+			continue
+		}
+		var all []*jv
+		for _, br := range a.arr {
+			vals := literalCandidates(br)
+			if vals == nil {
+				all = nil
+				break
+			}
+			all = append(all, vals...)
+		}
+		if all != nil {
+			return all
 		}
 	}
 	return nil
