@@ -75,9 +75,9 @@ var _ [math.MaxInt16 - (maxDFAStates + 2)]struct{} // compile-time: states fit i
 // alternation of many words (a pattern "Red|Blue|...|Let's Go Eevee"
 // searched anywhere in a string) reached maxDFAStates only after up to
 // 14 s of closures over sets of hundreds of NFA states; with this bound
-// the 7 such MaskBench schemas are refused in ~0.17 s, and every schema
-// that compiled without it still does.
-const maxDeterminizeWork = 1 << 23
+// it is refused in ~1.2 s. Unicode property classes are the largest that
+// compile: "\p{Letter}" searched anywhere visits ~4e7 states (0.7 s).
+const maxDeterminizeWork = 1 << 26
 
 func determinize(n *nfa, start, final int32) (*dfa, error) {
 	// Byte classes: bytes no edge of n tells apart behave alike.

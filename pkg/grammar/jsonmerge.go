@@ -501,3 +501,70 @@ func (c *schemaCompiler) checkDisjoint(branches *jv) error {
 	}
 	return nil
 }
+
+// exclusiveRequired rewrites a oneOf whose branches only list required
+// properties ({"required": ["a"]} | {"required": ["b"]}: exactly one of
+// them present) into disjoint branches: branch i keeps its required names
+// and forbids every name another branch requires and it does not, so no
+// other branch matches. That is a subset where another branch requires
+// two names beyond i's (one missing would do), and exact otherwise. A
+// branch whose names include another's can never match alone and is
+// dropped, and values other than objects (which match every branch) are
+// left out. Nil when a branch has other constraints.
+func exclusiveRequired(branches *jv) *jv {
+	if branches.kind != 'a' || len(branches.arr) < 2 {
+		return nil
+	}
+	reqs := make([][]string, len(branches.arr))
+	for i, br := range branches.arr {
+		r := br.get("required")
+		if br.kind != 'o' || r == nil || r.kind != 'a' || hasConstraints(br, "required") {
+			return nil
+		}
+		for _, e := range r.arr {
+			if e.kind != 's' {
+				return nil
+			}
+			if !slices.Contains(reqs[i], e.str) {
+				reqs[i] = append(reqs[i], e.str)
+			}
+		}
+	}
+	subset := func(a, b []string) bool { // a ⊆ b
+		for _, x := range a {
+			if !slices.Contains(b, x) {
+				return false
+			}
+		}
+		return true
+	}
+	out := &jv{kind: 'a'}
+	for i, ri := range reqs {
+		var forbid []member
+		dropped := false
+		for j, rj := range reqs {
+			if j == i {
+				continue
+			}
+			if subset(rj, ri) {
+				dropped = true
+				break
+			}
+			for _, name := range rj {
+				if !slices.Contains(ri, name) && !slices.ContainsFunc(forbid, func(m member) bool { return m.key == name }) {
+					forbid = append(forbid, member{name, &jv{kind: 'b', b: false}})
+				}
+			}
+		}
+		if dropped {
+			continue
+		}
+		// Objects only: any other value matches every branch.
+		br := &jv{kind: 'o', obj: []member{{"type", &jv{kind: 's', str: "object"}}, {"required", branches.arr[i].get("required")}, {"properties", &jv{kind: 'o', obj: forbid}}}}
+		out.arr = append(out.arr, br)
+	}
+	if len(out.arr) == 0 {
+		out.arr = []*jv{{kind: 'b', b: false}}
+	}
+	return out
+}

@@ -321,6 +321,9 @@ func (c *schemaCompiler) schemaFrag(s *jv) (frag, error) {
 		return c.unionFrag(s, "anyOf", a)
 	}
 	if a := s.get("oneOf"); a != nil {
+		if excl := exclusiveRequired(a); excl != nil {
+			return c.unionFrag(s, "oneOf", excl)
+		}
 		if err := c.checkDisjoint(a); err != nil {
 			return nil, err
 		}
