@@ -225,3 +225,37 @@ func TestRollbackAndForced(t *testing.T) {
 		t.Fatalf("} inside the string value: %v, accepting %v", err, m.IsAccepting())
 	}
 }
+
+// TestKeyExclusionSharedAcrossSchemas: the extra-key automaton is kept per
+// Cache by the set of declared names, so two schemas naming the same
+// properties in another order share it; each must still exclude exactly
+// its names and keep its own member order and types.
+func TestKeyExclusionSharedAcrossSchemas(t *testing.T) {
+	v := byteVocab()
+	cache := NewCache(4)
+	cases := []struct {
+		schema         string
+		accept, reject []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"},"bb":{}}}`,
+			[]string{`{"a":1,"bb":"x","c":2}`, `{"zz":1}`}, []string{`{"a":"x"}`, `{"c":1,"a":2}`, `{"c":1,"bb":2}`}},
+		{`{"type":"object","properties":{"bb":{"type":"string"},"a":{}}}`,
+			[]string{`{"bb":"x","a":1,"c":2}`, `{"zz":1}`}, []string{`{"bb":1}`, `{"c":1,"a":2}`, `{"a":1,"bb":"x"}`}},
+	}
+	for _, tc := range cases {
+		g, err := cache.Compile(Spec{Kind: KindJSONSchema, Text: tc.schema}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tc.accept {
+			if !matches(g, v, s) {
+				t.Errorf("%s: rejected %s", tc.schema, s)
+			}
+		}
+		for _, s := range tc.reject {
+			if matches(g, v, s) {
+				t.Errorf("%s: accepted %s", tc.schema, s)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -200,7 +201,18 @@ func (c *schemaCompiler) keyExcluding(names []string) (frag, error) {
 	}
 	// Bounded keys: the short ones (no longer than the longest name) minus
 	// the names, a small product, or a longer one, which is never a name.
-	short, err := c.differenceFromString(alt(lits...), min(longest, L))
+	// The product is kept per Cache by its names: object definitions recur
+	// across schemas (Kubernetes resources share dozens), and it was a
+	// tenth of a compile.
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	parts := [][]byte{binary.LittleEndian.AppendUint64(nil, uint64(min(longest, L)))}
+	for _, k := range sorted {
+		parts = append(parts, []byte(k))
+	}
+	short, err := c.leaves().derived(derivedHash("key-excluding", parts...), func() (*dfa, error) {
+		return c.differenceFromString(alt(lits...), min(longest, L))
+	})
 	if err != nil {
 		return nil, unsupported("additionalProperties", err.Error())
 	}
