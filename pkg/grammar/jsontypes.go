@@ -191,13 +191,9 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			if p.kind != 's' {
 				return nil, fmt.Errorf("%w: pattern must be a string", ErrInvalid)
 			}
-			f, err := regexFrag(p.str, true, false)
+			d, err := c.searchDFA(p.str, "pattern")
 			if err != nil {
-				return nil, fmt.Errorf("keyword \"pattern\": %w", err)
-			}
-			d, err := leafDFA(f, c.leaves())
-			if err != nil {
-				return nil, unsupported("pattern", err.Error())
+				return nil, err
 			}
 			parts = append(parts, d)
 		}
@@ -318,6 +314,21 @@ func (c *schemaCompiler) quotedOnce(content *dfa) *dfa {
 	}
 	d, _ := c.leaves().derived(derivedHash("quoted-of", content.hash[:]), func() (*dfa, error) { return quoted(content), nil })
 	return d
+}
+
+// searchDFA is the content automaton of the JSON strings in which regular
+// expression re matches (anywhere, as JSON Schema's pattern does); errors
+// name keyword kw.
+func (c *schemaCompiler) searchDFA(re, kw string) (*dfa, error) {
+	f, err := regexFrag(re, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("keyword %q: %w", kw, err)
+	}
+	d, err := leafDFA(f, c.leaves())
+	if err != nil {
+		return nil, unsupported(kw, err.Error())
+	}
+	return d, nil
 }
 
 // formatRE is the regular expression of the format s enforces, "" when

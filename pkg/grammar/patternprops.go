@@ -33,13 +33,9 @@ func (c *schemaCompiler) patternProps(s *jv) ([]patternProp, error) {
 		if m.val.kind != 'o' && m.val.kind != 'b' {
 			return nil, fmt.Errorf("%w: patternProperties must map to schemas", ErrInvalid)
 		}
-		f, err := regexFrag(m.key, true, false)
+		d, err := c.searchDFA(m.key, "patternProperties")
 		if err != nil {
-			return nil, fmt.Errorf("keyword \"patternProperties\": %w", err)
-		}
-		d, err := leafDFA(f, c.leaves())
-		if err != nil {
-			return nil, unsupported("patternProperties", err.Error())
+			return nil, err
 		}
 		out = append(out, patternProp{m.key, d, m.val})
 	}
@@ -88,15 +84,7 @@ func (c *schemaCompiler) withPatterns(v *jv, pats []patternProp, name string) *j
 // those patterns, with the allOf of their schemas; the keys no pattern
 // matches take additionalProperties (extraRule) when extraAllowed.
 func (c *schemaCompiler) patternMembers(pats []patternProp, names []string, extraAllowed bool, extraRule int32) ([]frag, error) {
-	var str *dfa
-	var err error
-	if L := c.opts.stringBound(); L < 0 {
-		str, err = c.leaves().fixed("json-string", func() (*dfa, error) {
-			return leafDFA(seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)), nil)
-		})
-	} else {
-		str, err = c.boundedString(0, L)
-	}
+	str, err := c.jsonStrings(c.opts.stringBound())
 	if err != nil {
 		return nil, unsupported("patternProperties", err.Error())
 	}

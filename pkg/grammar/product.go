@@ -118,18 +118,21 @@ func allAccept(acc []bool) bool {
 	return true
 }
 
+// jsonStrings is the DFA of the JSON strings of at most maxChars
+// characters (negative: any length).
+func (c *schemaCompiler) jsonStrings(maxChars int) (*dfa, error) {
+	if maxChars < 0 {
+		return c.leaves().fixed("json-string", func() (*dfa, error) {
+			return leafDFA(seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)), nil)
+		})
+	}
+	return c.boundedString(0, maxChars)
+}
+
 // differenceFromString is the DFA of the JSON strings b does not match,
 // of at most maxChars characters (negative: any length).
 func (c *schemaCompiler) differenceFromString(b frag, maxChars int) (*dfa, error) {
-	var da *dfa
-	var err error
-	if maxChars < 0 {
-		da, err = c.leaves().fixed("json-string", func() (*dfa, error) {
-			return leafDFA(seq(lit(`"`), rep(jsonChar(), 0, -1), lit(`"`)), nil)
-		})
-	} else {
-		da, err = c.boundedString(0, maxChars)
-	}
+	da, err := c.jsonStrings(maxChars)
 	if err != nil {
 		return nil, err
 	}

@@ -299,38 +299,7 @@ func (d *dfa) longest() int {
 	return depth[0]
 }
 
-func (d *dfa) cyclic() bool {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := make([]uint8, d.states())
-	type frame struct{ q, c int32 }
-	stack := []frame{{0, 0}}
-	color[0] = grey
-	for len(stack) > 0 {
-		f := &stack[len(stack)-1]
-		if int(f.c) == d.ncls {
-			color[f.q] = black
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		t := int32(d.trans[int(f.q)*d.ncls+int(f.c)])
-		f.c++
-		if t < 0 {
-			continue
-		}
-		switch color[t] {
-		case grey:
-			return true
-		case white:
-			color[t] = grey
-			stack = append(stack, frame{t, 0})
-		}
-	}
-	return false
-}
+func (d *dfa) cyclic() bool { return d.longest() < 0 }
 
 // truncated is the call-free automaton d of string content limited to
 // texts of at most maxChars characters, counted as bytes that are not UTF-8

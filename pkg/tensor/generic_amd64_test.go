@@ -74,22 +74,7 @@ func TestKQuantVNNIMatchesAVX2(t *testing.T) {
 	for _, nb := range []int{1, 3, 22} {
 		for trial := 0; trial < 6; trial++ {
 			extreme := trial < 2
-			xk := randActQ8K(rng, 1, nb, extreme)
-			if trial == 1 {
-				for i := range xk.Q {
-					xk.Q[i] = 127
-				}
-			}
-			if extreme { // -128 / 127 quants with their sums
-				xk.Q[0] = -128
-				for i := range xk.BSums {
-					xk.BSums[i] = 0
-					for _, v := range xk.Q[16*i : 16*i+16] {
-						xk.BSums[i] += int16(v)
-					}
-				}
-				xk.fillS()
-			}
+			xk := trialActQ8K(rng, nb, trial)
 			w4 := randQ4Kx8Groups(rng, 3, nb, extreme)
 			for _, gemm := range []bool{false, true} {
 				v, a := both(func(out []float32) { q4Kx8Rows(w4, nb, xk.Q, xk.D, xk.S, gemm, out) }, 24)
@@ -154,4 +139,28 @@ func TestQ4Kx16x4MatchesTwoGroups(t *testing.T) {
 			}
 		}
 	}
+}
+
+// trialActQ8K is one token's q8_K activations for trial number trial of a
+// kernel comparison: trials 0 and 1 are extreme (all quants 127 in trial
+// 1, the first -128, sums and S recomputed), the rest random.
+func trialActQ8K(rng *rand.Rand, nb, trial int) *ActQ8K {
+	extreme := trial < 2
+	xk := randActQ8K(rng, 1, nb, extreme)
+	if trial == 1 {
+		for i := range xk.Q {
+			xk.Q[i] = 127
+		}
+	}
+	if extreme {
+		xk.Q[0] = -128
+		for i := range xk.BSums {
+			xk.BSums[i] = 0
+			for _, v := range xk.Q[16*i : 16*i+16] {
+				xk.BSums[i] += int16(v)
+			}
+		}
+		xk.fillS()
+	}
+	return xk
 }

@@ -29,21 +29,7 @@ func TestQ6KRowsVariants(t *testing.T) {
 	for _, nb := range []int{1, 3, 22} {
 		for trial := 0; trial < 6; trial++ {
 			extreme := trial < 2
-			xk := randActQ8K(rng, 1, nb, extreme)
-			if trial == 1 {
-				for i := range xk.Q {
-					xk.Q[i] = 127
-				}
-			}
-			if extreme { // -128 / 127 quants with their sums
-				xk.Q[0] = -128
-				for i := range xk.BSums {
-					xk.BSums[i] = 0
-					for _, v := range xk.Q[16*i : 16*i+16] {
-						xk.BSums[i] += int16(v)
-					}
-				}
-			}
+			xk := trialActQ8K(rng, nb, trial)
 			w := randKBlocks(rng, Q6_K, rows*nb, extreme)
 			run := func(fn rowsFn) []float32 {
 				out := make([]float32, rows)
