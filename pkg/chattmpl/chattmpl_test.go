@@ -133,6 +133,9 @@ func TestSyntaxErrors(t *testing.T) {
 		"missing-endfor":   "{% for x in y %}z",
 		"raw-unclosed":     "{% raw %} abc",
 		"bad-escape":       `{{ '\xZZ' }}`,
+		"bang-filter":      "{{ messages|!select }}", // the library skipped '!' and panicked in select
+		"unknown-char":     "{{ a $ b }}",
+		"non-ascii-name":   "{{ messages|\xc5select }}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(src)

@@ -74,6 +74,15 @@ func (l *lexer) tokenizeCode(code string, at int) ([]ctok, error) {
 					j++
 				}
 			}
+			// jinja2's lexer knows only these operator characters; the
+			// library skips others (so "x|!select" became a filter call it
+			// then panicked in), jinja2 stops with a syntax error. Bytes
+			// above ASCII outside string literals (identifiers jinja2
+			// would take as Unicode names) are refused the same way: the
+			// library skips those too.
+			if j == i+1 && !strings.ContainsRune("+-/*%~.:|,;=<>", rune(c)) {
+				return nil, l.errorf(at+i, "unexpected char %q", c)
+			}
 		}
 		toks = append(toks, ctok{k, code[i:j]})
 		i = j
