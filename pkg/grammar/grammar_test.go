@@ -82,6 +82,8 @@ func TestLanguages(t *testing.T) {
 			[]string{`{"x-a":6}`, `{"x-q":6}`, `{"z":1}`, `{"un":1}`, `{"x-n":1}`, `{"x-n":6}`, `{"b":null}`}},
 		{"schema patternProperties without additional members", Spec{Kind: KindJSONSchema, Text: `{"patternProperties":{"^[0-9]+$":{"type":"integer"}},"additionalProperties":false,"required":["7"]}`},
 			[]string{`{"7":1}`, `{"7":1,"12":3}`}, []string{`{}`, `{"7":"a"}`, `{"7":1,"a":1}`}},
+		{"schema patternProperties keys cut at the generation bound", Spec{Kind: KindJSONSchema, Text: `{"properties":{"ab":{"maximum":5}},"patternProperties":{"^a":{"type":"integer"}},"additionalProperties":false}`},
+			[]string{`{"ab":3}`, `{"a` + strings.Repeat("b", 127) + `":1}`, `{"aé":2}`}, []string{`{"ab":6}`, `{"ab":"s"}`, `{"a` + strings.Repeat("b", 128) + `":1}`, `{"b":1}`}},
 		{"schema maxLength over 1024: the generation bound instead (a subset)", Spec{Kind: KindJSONSchema, Text: `{"type":"string","maxLength":5000,"pattern":"^a"}`},
 			[]string{`"abc"`, `"a` + strings.Repeat("b", 127) + `"`}, []string{`"b"`, `"a` + strings.Repeat("b", 128) + `"`}},
 		{"schema maxLength beside a format, cut instead of counted", Spec{Kind: KindJSONSchema, Text: `{"type":"string","maxLength":900,"format":"uri"}`},
