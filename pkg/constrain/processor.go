@@ -90,6 +90,9 @@ func (p *Processor) Process(row []float32) error {
 	if p.ph == pFirst {
 		think = p.f.thinkID
 	}
+	if err := p.m.Err(); err != nil {
+		return fmt.Errorf("constraint: %w", err)
+	}
 	if p.allowed == 0 && think < 0 {
 		return errors.New("constraint: the grammar allows no token here")
 	}

@@ -22,7 +22,8 @@ func TestCutLeafExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		found := false
-		for _, d := range g.rules {
+		for r := range g.rules {
+			d := g.rule(int32(r))
 			if d.cut == nil {
 				continue
 			}

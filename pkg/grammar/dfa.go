@@ -118,7 +118,11 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 	var stack []int32
 	// closure's result lives in out until add keeps a copy: most
 	// closures name a state already found, and allocating each was a
-	// tenth of a first compile.
+	// tenth of a first compile. Its members stay stamped gen until the
+	// next closure, which is how add compares it with the sets found:
+	// sets are kept in the order the closure met their states, not
+	// sorted (sorting each closure was a sixth of a compile), and hashed
+	// independently of order.
 	var out []int32
 	work := 0 // NFA states visited by all closures: bounds the time spent
 	closure := func(seed []int32) []int32 {
@@ -135,15 +139,16 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 			out = append(out, s)
 			stack = append(stack, n.eps[s]...)
 		}
-		slices.Sort(out)
 		work += len(out)
 		return out
 	}
+	// add is the id of set, the last closure's result.
 	add := func(set []int32) (int32, error) {
 		if work > maxDeterminizeWork {
 			return 0, fmt.Errorf("automaton too large to build (its subset construction visits over %d NFA states)", maxDeterminizeWork)
 		}
-		id, h, ok := found.find(set)
+		h := hashMembers(set)
+		id, ok := found.findStamped(len(set), h, stamp, gen)
 		if ok {
 			return id, nil
 		}
@@ -151,7 +156,7 @@ func determinize(n *nfa, start, final int32) (*dfa, error) {
 			return 0, fmt.Errorf("automaton over %d states", maxDFAStates)
 		}
 		found.insert(set, h)
-		d.accept = append(d.accept, slices.Contains(set, final))
+		d.accept = append(d.accept, stamp[final] == gen)
 		d.calls = append(d.calls, nil)
 		d.trans = append(d.trans, make([]int16, d.ncls)...)
 		return id, nil
@@ -236,6 +241,48 @@ func hashSet(set []int32) uint64 {
 		h ^= h >> 31
 	}
 	return h
+}
+
+// hashMembers hashes a set of states independently of their order.
+func hashMembers(set []int32) uint64 {
+	h := uint64(len(set)) * 0x9E3779B97F4A7C15
+	for _, s := range set {
+		x := uint64(uint32(s)) * 0xBF58476D1CE4E5B9
+		x ^= x >> 31
+		x *= 0x94D049BB133111EB
+		h += x ^ x>>29
+	}
+	return h
+}
+
+// findStamped is the id of the set of size members, hashed h by
+// hashMembers, whose members are the states stamped gen; or the id it
+// would get.
+func (t *stateSets) findStamped(size int, h uint64, stamp []uint32, gen uint32) (int32, bool) {
+	if len(t.slots) > 0 {
+		mask := uint64(len(t.slots) - 1)
+	probe:
+		for i := h & mask; ; i = (i + 1) & mask {
+			e := t.slots[i]
+			if e == 0 {
+				break
+			}
+			if t.hash[e-1] != h {
+				continue
+			}
+			set := t.set(int(e - 1))
+			if len(set) != size {
+				continue
+			}
+			for _, s := range set {
+				if stamp[s] != gen {
+					continue probe
+				}
+			}
+			return e - 1, true
+		}
+	}
+	return int32(t.len()), false
 }
 
 // find is the id of set, or the id it would get and its hash.

@@ -16,7 +16,9 @@
 //		if m.Done() { break }                       // EOS accepted
 //	}
 //
-// A Grammar is immutable and safe for concurrent use by many Matchers; a
+// A Grammar is safe for concurrent use by many Matchers (what a JSON
+// Schema's first mask does not need is built on first use, so a compile
+// costs what the first mask needs, plus the checks a refusal depends on); a
 // Cache shares compiled grammars between requests (key: hash of the
 // canonical spec). A Matcher belongs to one request and is not safe for
 // concurrent use, but it may be driven from any goroutine: the intended

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Options tune compilation.
@@ -38,6 +39,9 @@ type Options struct {
 	MaxItems int
 
 	leaves *leafDFAs // set by Cache.Compile: automata shared across compiles
+	// eagerRules builds every rule at compile time (tests compare the
+	// deferred rules with it).
+	eagerRules bool
 }
 
 const (
@@ -80,15 +84,28 @@ func (o Options) depth() int {
 	return o.MaxDepth
 }
 
-// Grammar is a compiled constraint: immutable and safe for concurrent use.
+// Grammar is a compiled constraint, safe for concurrent use: its language
+// is fixed at compile time, though a JSON Schema's rules that call others
+// (and its strings' generation-bound cuts) are built when a Matcher first
+// reaches them (lazy.go).
 type Grammar struct {
-	rules    []*dfa
+	rules    []atomic.Pointer[dfa] // nil while deferred (see lazy.go): use rule
 	names    []string
 	root     int32
 	maxDepth int32
 
 	mu     sync.Mutex
 	tables map[*Vocab]*maskMemo
+
+	// Deferred rules: their bodies (nil once built, guarded by lazyMu),
+	// what building one needs, and the first failure to build one (read
+	// without the lock: a build in progress must not stall Err).
+	lazyMu     sync.Mutex
+	bodies     []frag
+	later      map[int32]func() *dfa // deferred leaves (builder.deferDFA)
+	productive []bool
+	leaves     *leafDFAs
+	err        atomic.Pointer[error]
 }
 
 // Rules is the number of rules, a measure of the grammar's size.
@@ -100,6 +117,28 @@ type builder struct {
 	names  []string
 	bodies []frag
 	pre    map[int32]*dfa // rules given as finished call-free DFAs
+	// deferCalls: rules that call others are determinized on first use,
+	// and leaves given to deferDFA built then (JSON Schema compiles; see
+	// lazy.go).
+	deferCalls bool
+	later      map[int32]func() *dfa // deferDFA's builds
+}
+
+// deferDFA makes rule id the call-free automaton build returns, built on
+// first use when the builder defers (at compile time otherwise). build may
+// not fail, and its automaton must match something and never the empty
+// text (a quoted string): compile decides which rules are productive and
+// nullable without building it.
+func (b *builder) deferDFA(id int32, build func() *dfa) {
+	if !b.deferCalls {
+		b.defineDFA(id, build())
+		return
+	}
+	if b.later == nil {
+		b.later = map[int32]func() *dfa{}
+	}
+	b.later[id] = build
+	b.bodies[id] = func(*nfa, int32, int32) {}
 }
 
 // defineDFA makes rule id the (finished, call-free) automaton d.
@@ -208,8 +247,9 @@ func (b *builder) rule(name string) int32 {
 
 func (b *builder) define(id int32, f frag) { b.bodies[id] = f }
 
-// build determinizes every rule and checks the grammar is usable: it
-// produces something, and no rule calls itself before consuming a byte
+// build determinizes every rule (or, with deferCalls, every rule but the
+// root that calls others, on first use) and checks the grammar is usable:
+// it produces something, and no rule calls itself before consuming a byte
 // (left recursion would make the matcher's closure infinite).
 func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	g := &Grammar{root: root, names: b.names, maxDepth: int32(opts.depth()), tables: map[*Vocab]*maskMemo{}}
@@ -217,7 +257,11 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	if leaves == nil {
 		leaves = &leafDFAs{}
 	}
-	shared := make([]bool, len(b.bodies)) // built complete by an earlier compile
+	nr := len(b.bodies)
+	g.rules = make([]atomic.Pointer[dfa], nr)
+	built := make([]*dfa, nr)        // every rule not deferred
+	graphs := make([]*ruleGraph, nr) // the deferred ones
+	shared := make([]bool, nr)       // built complete by an earlier compile
 	// One nfa for every rule, emptied between them: determinize keeps
 	// nothing of it, and regrowing its tables rule by rule was a sixth of
 	// a first compile's allocation.
@@ -228,9 +272,12 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 			return nil, fmt.Errorf("rule %s is not defined", b.names[i])
 		}
 		if d, ok := b.pre[int32(i)]; ok {
-			g.rules = append(g.rules, d)
+			built[i] = d
 			shared[i] = true
 			continue
+		}
+		if _, ok := b.later[int32(i)]; ok {
+			continue // a leaf: productive, not nullable, calls nothing
 		}
 		n.reset()
 		s, f := n.state(), n.state()
@@ -238,10 +285,13 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 		key, isLeaf := n.leafKey(s, f)
 		if isLeaf {
 			if d := leaves.get(key); d != nil {
-				g.rules = append(g.rules, d)
+				built[i] = d
 				shared[i] = true
 				continue
 			}
+		} else if b.deferCalls && int32(i) != root && n.size() <= maxDFAStates {
+			graphs[i] = graphOf(n, s, f)
+			continue
 		}
 		d, err := determinize(n, s, f)
 		if err != nil {
@@ -253,20 +303,27 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 			leaves.put(key, d)
 			shared[i] = true
 		}
-		g.rules = append(g.rules, d)
+		built[i] = d
 	}
-	productive := make([]bool, len(g.rules))
+	productive := make([]bool, nr)
 	for changed := true; changed; {
 		changed = false
-		for r, d := range g.rules {
-			if shared[r] {
-				if !productive[r] && d.states() > 0 && (d.accept[0] || d.hasBytes[0]) {
-					productive[r] = true // trimmed: a live start state can finish
-					changed = true
-				}
+		for r := range nr {
+			if productive[r] {
 				continue
 			}
-			if !productive[r] && d.canReachAccept(productive, false) {
+			var p bool
+			switch d := built[r]; {
+			case b.later[int32(r)] != nil:
+				p = true
+			case graphs[r] != nil:
+				p = graphs[r].canReachAccept(productive, false)
+			case shared[r]:
+				p = d.states() > 0 && (d.accept[0] || d.hasBytes[0]) // trimmed: a live start state can finish
+			default:
+				p = d.canReachAccept(productive, false)
+			}
+			if p {
 				productive[r] = true
 				changed = true
 			}
@@ -275,8 +332,8 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	if !productive[root] {
 		return nil, fmt.Errorf("%w: the grammar matches nothing", ErrUnsatisfiable)
 	}
-	for r, d := range g.rules {
-		if shared[r] {
+	for r, d := range built {
+		if d == nil || shared[r] {
 			continue
 		}
 		if productive[r] {
@@ -284,8 +341,16 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 		}
 		d.finish()
 	}
-	if err := g.checkLeftRecursion(); err != nil {
+	if err := checkLeftRecursion(built, graphs, productive, b.names); err != nil {
 		return nil, err
+	}
+	for r, d := range built {
+		if d != nil {
+			g.rules[r].Store(d)
+		}
+	}
+	if b.deferCalls {
+		g.bodies, g.later, g.productive, g.leaves = b.bodies, b.later, productive, leaves
 	}
 	return g, nil
 }
@@ -322,20 +387,41 @@ func (d *dfa) canReachAccept(ok []bool, nullOnly bool) bool {
 	return false
 }
 
-func (g *Grammar) checkLeftRecursion() error {
-	nullable := make([]bool, len(g.rules))
+// checkLeftRecursion refuses a grammar whose rules can call themselves
+// before consuming a byte. Built rules are read from their trimmed DFAs,
+// deferred ones from their NFAs (ruleGraph), with the same results.
+func checkLeftRecursion(built []*dfa, graphs []*ruleGraph, productive []bool, names []string) error {
+	nr := len(built)
+	nullable := make([]bool, nr)
 	for changed := true; changed; {
 		changed = false
-		for r, d := range g.rules {
-			if !nullable[r] && d.canReachAccept(nullable, true) {
+		for r := range nr {
+			if nullable[r] {
+				continue
+			}
+			var ok bool
+			switch g, d := graphs[r], built[r]; {
+			case g != nil:
+				ok = g.canReachAccept(nullable, true)
+			case d != nil:
+				ok = d.canReachAccept(nullable, true)
+			} // neither: a deferred leaf, never empty
+			if ok {
 				nullable[r] = true
 				changed = true
 			}
 		}
 	}
 	// first[r]: rules r may call before consuming a byte.
-	first := make([][]int32, len(g.rules))
-	for r, d := range g.rules {
+	first := make([][]int32, nr)
+	for r, d := range built {
+		if g := graphs[r]; g != nil {
+			first[r] = g.firstCalls(nullable, productive, productive[r])
+			continue
+		}
+		if d == nil {
+			continue // a deferred leaf calls nothing
+		}
 		seen := make([]bool, d.states())
 		work := []int32{0}
 		seen[0] = true
@@ -356,14 +442,14 @@ func (g *Grammar) checkLeftRecursion() error {
 		grey
 		black
 	)
-	color := make([]int, len(g.rules))
+	color := make([]int, nr)
 	var visit func(r int32) error
 	visit = func(r int32) error {
 		color[r] = grey
 		for _, c := range first[r] {
 			switch color[c] {
 			case grey:
-				return fmt.Errorf("%w: left recursion through rule %s", ErrUnsupported, g.names[c])
+				return fmt.Errorf("%w: left recursion through rule %s", ErrUnsupported, names[c])
 			case white:
 				if err := visit(c); err != nil {
 					return err
@@ -373,7 +459,7 @@ func (g *Grammar) checkLeftRecursion() error {
 		color[r] = black
 		return nil
 	}
-	for r := range g.rules {
+	for r := range nr {
 		if color[r] == white {
 			if err := visit(int32(r)); err != nil {
 				return err

@@ -17,6 +17,7 @@ func CompileJSONSchema(schema []byte, opts Options) (*Grammar, error) {
 		return nil, fmt.Errorf("%w: schema is not JSON: %v", ErrInvalid, err)
 	}
 	c := newSchemaCompiler(root, opts)
+	c.b.deferCalls = !opts.eagerRules
 	if err := c.index(root, baseURI, true); err != nil {
 		return nil, err
 	}

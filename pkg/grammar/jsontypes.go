@@ -275,7 +275,24 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			return nil, unsupported("maxLength", err.Error())
 		}
 		content = t
-	} else if truncate >= 0 && content.cyclic() {
+	} else if truncate >= 0 && content.cyclic() && content.shortestChars() <= truncate {
+		// The generation bound. Content whose every text is longer stays
+		// unbounded (cut, it would match nothing: a dead end after the
+		// opening quote).
+		if (truncate+1)*content.states() <= maxDFAStates {
+			// The cut cannot fail (its layers fit under the cap) and is a
+			// string's largest table: built when a matcher first needs it,
+			// not before a schema's first mask.
+			r := c.b.rule("string")
+			c.b.deferDFA(r, func() *dfa {
+				if t, err := c.truncatedOnce(content, truncate); err == nil {
+					return c.quotedOnce(t)
+				}
+				return c.quotedOnce(content) // unreachable: the layers fit
+
+			})
+			return call(r), nil
+		}
 		if t, err := c.truncatedOnce(content, truncate); err == nil {
 			content = t
 		} // else: too large to cut; the unbounded strings stay (still valid)

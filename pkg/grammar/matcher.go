@@ -33,6 +33,11 @@ func (m *Matcher) Reset() {
 	m.done = false
 }
 
+// Err reports a rule of the grammar that could not be built when a
+// matcher first reached it (Grammar.Err): the masks since are too narrow,
+// so the request should end with this error.
+func (m *Matcher) Err() error { return m.g.Err() }
+
 // Accepted is the number of tokens accepted since the start (or Reset).
 func (m *Matcher) Accepted() int { return len(m.hist) }
 
@@ -134,7 +139,7 @@ func (m *Matcher) ForcedBytes() []byte {
 		}
 		var only int = -1
 		for _, s := range closed {
-			d := m.g.rules[s.rule]
+			d := m.g.rule(s.rule)
 			for b := 0; b < 256; b++ {
 				if d.next(s.state, byte(b)) < 0 || b == only {
 					continue
@@ -179,7 +184,7 @@ func (m *Matcher) FillMask(bits []uint64) int {
 // states allow on their own is cached per vocabulary anyway).
 func (m *Matcher) counting() bool {
 	for _, s := range m.cfg {
-		if d := m.g.rules[s.rule]; d.counted != nil || d.cut != nil {
+		if d := m.g.rule(s.rule); d.counted != nil || d.cut != nil {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 			continue
 		}
 		seen = append(seen, s)
-		d := g.rules[s.rule]
+		d := g.rule(s.rule)
 		if d.hasBytes[s.state] {
 			res = append(res, s)
 		}
@@ -92,7 +92,7 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 func (g *Grammar) step(set []*stack, b byte, out []*stack) []*stack {
 	out = out[:0]
 	for _, s := range set {
-		if t := g.rules[s.rule].next(s.state, b); t >= 0 {
+		if t := g.rule(s.rule).next(s.state, b); t >= 0 {
 			out = addStack(out, mkStack(s.parent, s.rule, t))
 		}
 	}

@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -212,9 +213,14 @@ func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int16, bool)) *
 	for i := range ncls {
 		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
-	d.trans[quote] = 1
 	for q := 0; q < n; q++ {
 		src, acc := row(q)
+		if q == 0 && (acc || slices.ContainsFunc(src, func(t int16) bool { return t >= 0 })) {
+			// Content that matches nothing (trimmed: a dead start) gets no
+			// opening quote either, so the string is seen to match nothing
+			// rather than leave a matcher at a dead end after the quote.
+			d.trans[quote] = 1
+		}
 		dst := d.trans[(q+1)*ncls : (q+2)*ncls]
 		for k, o := range oldOf {
 			if t := src[o]; t >= 0 {
@@ -423,6 +429,57 @@ type cutInfo struct {
 	state, left []int32
 	dist        []int32 // per source state: the fewest characters to acceptance
 	quotedSrc   *dfa    // quoted(src), for the quoted automaton's states
+}
+
+// shortestChars is the fewest characters (bytes that are not UTF-8
+// continuations, as truncated counts them) of a text d accepts, -1 when it
+// accepts none.
+func (d *dfa) shortestChars() int {
+	// A class costs a character unless some byte of it is a continuation.
+	free := make([]bool, d.ncls)
+	for b := 0x80; b <= 0xbf; b++ {
+		free[d.cls[b]] = true
+	}
+	const inf = int32(1 << 30)
+	dist := make([]int32, d.states())
+	for i := range dist {
+		dist[i] = inf
+	}
+	// 0-1 BFS: a deque as a slice with a moving head, zero-cost steps
+	// pushed in front of it.
+	deque := make([]int32, 1, d.states()+1)
+	dist[0] = 0
+	head := 0
+	for head < len(deque) {
+		q := deque[head]
+		head++
+		if d.accept[q] {
+			return int(dist[q])
+		}
+		for c := 0; c < d.ncls; c++ {
+			t := int32(d.trans[int(q)*d.ncls+c])
+			if t < 0 {
+				continue
+			}
+			w := int32(1)
+			if free[c] {
+				w = 0
+			}
+			if dist[q]+w >= dist[t] {
+				continue
+			}
+			dist[t] = dist[q] + w
+			if w == 0 && head > 0 {
+				head--
+				deque[head] = t
+			} else if w == 0 {
+				deque = append([]int32{t}, deque...)
+			} else {
+				deque = append(deque, t)
+			}
+		}
+	}
+	return -1
 }
 
 // toAccept is, per state, the fewest characters (bytes that are not UTF-8

@@ -193,3 +193,39 @@ func TestStateSets(t *testing.T) {
 		}
 	}
 }
+
+// TestShortestChars: the fewest characters of a text the content automaton
+// accepts, counted as truncated counts them (a multi-byte UTF-8 character
+// is one; an escape is its bytes), and agreeing with toAccept's start.
+func TestShortestChars(t *testing.T) {
+	for _, c := range []struct {
+		pattern string
+		want    int
+	}{
+		{"^a{200,}$", 200},
+		{"^(abc|x)y$", 2},
+		{"^é{3}$", 3},
+		{"^(é|ab)$", 1},
+		{"^$", 0},
+		{"^[0-9]{4}-[0-9]{2}$", 7},
+	} {
+		f, err := regexFrag(c.pattern, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := leafDFA(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.shortestChars(); got != c.want {
+			t.Errorf("%q: shortestChars %d, want %d", c.pattern, got, c.want)
+		}
+		if got := d.toAccept()[0]; int(got) != c.want {
+			t.Errorf("%q: toAccept %d, want %d", c.pattern, got, c.want)
+		}
+	}
+	empty := &dfa{ncls: 1, trans: []int16{-1}, accept: []bool{false}}
+	if got := empty.shortestChars(); got != -1 {
+		t.Errorf("an automaton accepting nothing: %d, want -1", got)
+	}
+}

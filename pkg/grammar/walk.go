@@ -36,7 +36,7 @@ func (w *walker) fill(cfg []*stack, out []uint64) {
 	}
 	var general []*stack
 	for _, s := range closed {
-		d := w.g.rules[s.rule]
+		d := w.g.rule(s.rule)
 		if !d.leaf {
 			general = append(general, s)
 			continue
@@ -89,7 +89,7 @@ func (w *walker) node(n int32, cfg []*stack) {
 	}
 	if len(cfg) == 1 {
 		s := cfg[0]
-		if d := w.g.rules[s.rule]; d.plain[s.state] {
+		if d := w.g.rule(s.rule); d.plain[s.state] {
 			w.fast(n, s, d)
 			return
 		}
