@@ -102,7 +102,7 @@ type Grammar struct {
 	// without the lock: a build in progress must not stall Err).
 	lazyMu     sync.Mutex
 	bodies     []frag
-	later      map[int32]func() *dfa // deferred leaves (builder.deferDFA)
+	later      map[int32]func() (*dfa, error) // deferred leaves (builder.deferDFA)
 	productive []bool
 	leaves     *leafDFAs
 	err        atomic.Pointer[error]
@@ -121,24 +121,30 @@ type builder struct {
 	// and leaves given to deferDFA built then (JSON Schema compiles; see
 	// lazy.go).
 	deferCalls bool
-	later      map[int32]func() *dfa // deferDFA's builds
+	later      map[int32]func() (*dfa, error) // deferDFA's builds
 }
 
 // deferDFA makes rule id the call-free automaton build returns, built on
-// first use when the builder defers (at compile time otherwise). build may
-// not fail, and its automaton must match something and never the empty
-// text (a quoted string): compile decides which rules are productive and
-// nullable without building it.
-func (b *builder) deferDFA(id int32, build func() *dfa) {
+// first use when the builder defers (at compile time otherwise, where an
+// error is the compile's). The caller must know that build cannot fail,
+// and that its automaton matches something and never the empty text (a
+// quoted string): compile decides which rules are productive and nullable
+// without building it.
+func (b *builder) deferDFA(id int32, build func() (*dfa, error)) error {
 	if !b.deferCalls {
-		b.defineDFA(id, build())
-		return
+		d, err := build()
+		if err != nil {
+			return err
+		}
+		b.defineDFA(id, d)
+		return nil
 	}
 	if b.later == nil {
-		b.later = map[int32]func() *dfa{}
+		b.later = map[int32]func() (*dfa, error){}
 	}
 	b.later[id] = build
 	b.bodies[id] = func(*nfa, int32, int32) {}
+	return nil
 }
 
 // defineDFA makes rule id the (finished, call-free) automaton d.

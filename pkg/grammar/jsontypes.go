@@ -284,13 +284,16 @@ func (c *schemaCompiler) stringFrag(s *jv) (frag, error) {
 			// string's largest table: built when a matcher first needs it,
 			// not before a schema's first mask.
 			r := c.b.rule("string")
-			c.b.deferDFA(r, func() *dfa {
-				if t, err := c.truncatedOnce(content, truncate); err == nil {
-					return c.quotedOnce(t)
+			err := c.b.deferDFA(r, func() (*dfa, error) {
+				t, err := c.truncatedOnce(content, truncate)
+				if err != nil {
+					return nil, err
 				}
-				return c.quotedOnce(content) // unreachable: the layers fit
-
+				return c.quotedOnce(t), nil
 			})
+			if err != nil {
+				return nil, unsupported("maxLength", err.Error())
+			}
 			return call(r), nil
 		}
 		if t, err := c.truncatedOnce(content, truncate); err == nil {

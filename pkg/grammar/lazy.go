@@ -179,29 +179,34 @@ func (g *Grammar) materialize(r int32) *dfa {
 	if d := g.rules[r].Load(); d != nil {
 		return d
 	}
+	var d *dfa
+	var err error
 	if build := g.later[r]; build != nil {
-		d := build()
+		d, err = build()
 		delete(g.later, r)
-		g.rules[r].Store(d)
-		return d
+	} else {
+		n := g.leaves.nfa()
+		defer g.leaves.release(n)
+		s, f := n.state(), n.state()
+		g.bodies[r](n, s, f)
+		if d, err = determinize(n, s, f); err == nil {
+			if g.productive[r] { // as compile: the others are never called
+				d.trim(g.productive)
+			}
+			d.finish()
+		}
 	}
-	n := g.leaves.nfa()
-	defer g.leaves.release(n)
-	s, f := n.state(), n.state()
-	g.bodies[r](n, s, f)
-	d, err := determinize(n, s, f)
+	g.bodies[r] = nil // its closure's data is no longer needed
 	if err != nil {
-		// Compile built every rule whose NFA could reach the automaton cap
-		// eagerly; should one still fail, its rule matches nothing (the
-		// output stays valid) and the failure is reported, not swallowed.
+		// Compile deferred only what cannot fail (an NFA under the
+		// automaton cap, cuts and products shown to fit); should a build
+		// still fail, its rule matches nothing (the output stays valid)
+		// and the failure is reported, not swallowed.
 		failure := fmt.Errorf("grammar: rule %s: %w", g.names[r], err)
 		g.err.CompareAndSwap(nil, &failure)
 		d = &dfa{ncls: 1, trans: []int16{-1}, accept: []bool{false}}
-	} else if g.productive[r] { // as compile: the others are never called
-		d.trim(g.productive)
+		d.finish()
 	}
-	d.finish()
-	g.bodies[r] = nil // its closure's data is no longer needed
 	g.rules[r].Store(d)
 	return d
 }
