@@ -129,6 +129,14 @@ type Config struct {
 	// KV usage, prompt and generation tokens/s, prefix-cache hit rate) this
 	// often while there is activity; 0 turns it off.
 	StatsInterval Duration `json:"stats_interval"`
+	// StreamInterval is how long infer may hold generated tokens in the
+	// slots before it wakes the detokenizer for them (issue 25): the tokens
+	// of several steps then cross detokenizer, apiserver and client in one
+	// wake-up each instead of one per step. A request's first token, its
+	// end and an idle engine wake it at once, so time to first token and
+	// the end of a stream are not delayed; the text is the same. 0 wakes
+	// it after every step.
+	StreamInterval Duration `json:"stream_interval"`
 	// Pooling is how /v1/embeddings pools the final hidden states: auto
 	// (the model's sentence-transformers or GGUF pooling config; a model
 	// without one serves no embeddings), or last, mean or cls for any
@@ -206,6 +214,7 @@ func DefaultConfig() Config {
 		// killing the server, so detecting faults sooner is cheap.
 		HealthInterval:    Duration(10 * time.Second),
 		StatsInterval:     Duration(10 * time.Second), // vLLM's log_stats interval
+		StreamInterval:    Duration(10 * time.Millisecond),
 		Pooling:           PoolingAuto,
 		HealthTimeout:     Duration(200 * time.Second), // LightLLM HEALTH_TIMEOUT
 		HealthFailures:    3,                           // LightLLM's threshold

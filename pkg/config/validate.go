@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -164,6 +165,9 @@ func (c *Config) validateStatic() error {
 	}
 	if c.StatsInterval < 0 {
 		add("stats_interval must be >= 0 (0 = off), got %s", c.StatsInterval)
+	}
+	if c.StreamInterval < 0 || c.StreamInterval > Duration(time.Second) {
+		add("stream_interval must be in [0, 1s] (0 = every step), got %s", c.StreamInterval)
 	}
 	if c.GracefulTimeout < 0 || c.HeartbeatTimeout < 0 {
 		add("graceful_timeout (%s) and heartbeat_timeout (%s) must be >= 0", c.GracefulTimeout, c.HeartbeatTimeout)

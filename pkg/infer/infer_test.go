@@ -242,3 +242,54 @@ func TestSyntheticModel(t *testing.T) {
 		t.Error("a malformed batch was accepted")
 	}
 }
+
+// TestStreamIntervalRings: with a StreamInterval, infer rings the
+// detokenizer for a request's first token and for its end at once, and
+// holds the tokens in between until the interval passes (an hour here,
+// so never); with 0 it rings after every step. No timing is measured:
+// the two intervals are never and always due.
+func TestStreamIntervalRings(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     []bool // rung after the step that published token i+1
+	}{
+		{"every step", 0, []bool{true, true, true, true, true}},
+		{"first and last at once, the rest held", time.Hour, []bool{true, false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegion(t)
+			m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(m, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 512, Log: zerolog.Nop(), StreamInterval: tc.interval})
+			if err != nil {
+				t.Fatal(err)
+			}
+			detok, err := r.Role(shm.RoleDetokenizer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bell := r.Bell(detok)
+			s, _ := submit(t, r, []int32{1, 5, 6}, sampler.Params{MaxNewTokens: len(tc.want), IgnoreEOS: true})
+			var got []bool
+			for i := 0; i < 20 && len(got) < len(tc.want); i++ {
+				seen, published := bell.Seq(), s.CandetokenOutLen.Load()
+				if _, err := w.Iterate(); err != nil {
+					t.Fatal(err)
+				}
+				if s.CandetokenOutLen.Load() != published {
+					got = append(got, bell.Seq() != seen)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("rung after each token's step: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
