@@ -239,3 +239,14 @@ func DefaultConfig() Config {
 		PipelineNice:      5,
 	}
 }
+
+// IdleWait is how long a pipeline role's loop sleeps on its doorbell while
+// nothing is due: whatever it waits for rings the bell, so the timeout
+// only paces the periodic checks (a peer that restarted, a group message
+// that never came). Each timeout is a wake-up of the role and of its Go
+// runtime's sysmon, which on a machine with few cores pre-empts infer's
+// workers (issue 25). 200 ms, or a quarter of StallTimeout when that is
+// shorter, so an idle loop still turns well within it.
+func (c *Config) IdleWait() time.Duration {
+	return min(200*time.Millisecond, c.StallTimeout.D()/4)
+}

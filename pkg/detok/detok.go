@@ -33,9 +33,9 @@ import (
 
 // Timing of the detokenizer loop.
 const (
-	// idleWait bounds a sleep on the doorbell (infer rings it after
-	// publishing tokens; a piece blocked on a full text queue is retried
-	// at this pace).
+	// idleWait bounds a sleep on the doorbell while a piece is blocked on
+	// a full text queue: it is retried at this pace (Options.IdleWait
+	// otherwise; infer rings the bell after publishing tokens).
 	idleWait = 20 * time.Millisecond
 	// scanEvery is how often the slot table is scanned for live requests
 	// whose group message did not arrive (sent while this role restarted).
@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer region.Close()
-	w, err := NewWorker(region, tok, Options{EOS: cfg.EosID, Log: log})
+	w, err := NewWorker(region, tok, Options{EOS: cfg.EosID, Log: log, IdleWait: cfg.IdleWait()})
 	if err != nil {
 		return err
 	}
@@ -98,6 +98,9 @@ type Options struct {
 	// EOS ids decode to "" (LightLLM's print_eos_token=False).
 	EOS []int
 	Log zerolog.Logger
+	// IdleWait bounds a sleep on the doorbell when no piece waits for
+	// room (config.IdleWait); 0 is idleWait.
+	IdleWait time.Duration
 }
 
 // Worker decodes the live slots of a region. Run and Pass must be called
@@ -114,6 +117,10 @@ type Worker struct {
 	slots    map[int]*dslot
 	lastScan time.Time
 	lastIter atomic.Int64
+	idleWait time.Duration // Options.IdleWait
+	// blocked: the last pass left a piece for want of room in a text
+	// queue (the apiserver rings no bell when it makes room).
+	blocked bool
 }
 
 // dslot is a slot being decoded.
@@ -130,7 +137,10 @@ type dslot struct {
 // NewWorker takes the detokenizer role in region (bumping its epoch).
 func NewWorker(region *shm.Region, tok Tokenizer, o Options) (*Worker, error) {
 	w := &Worker{region: region, tok: tok, log: o.Log, eos: map[int32]bool{},
-		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}}
+		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}, idleWait: o.IdleWait}
+	if w.idleWait <= 0 {
+		w.idleWait = idleWait
+	}
 	for _, id := range o.EOS {
 		w.eos[int32(id)] = true
 	}
@@ -197,7 +207,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		now := time.Now().UnixNano()
 		w.lastIter.Store(now)
 		w.self.HeartbeatUnixNano.Store(now)
-		bell.Wait(seen, idleWait)
+		wait := w.idleWait
+		if w.blocked {
+			wait = min(wait, idleWait)
+		}
+		bell.Wait(seen, wait)
 	}
 }
 
@@ -216,6 +230,7 @@ func (w *Worker) Pass() {
 		w.scan()
 	}
 	pushed := false
+	w.blocked = false
 	for i, d := range w.slots {
 		p, done := w.decode(d)
 		pushed = pushed || p
@@ -342,6 +357,7 @@ func (w *Worker) decode(d *dslot) (pushed, done bool) {
 			if !errors.Is(err, shm.ErrTextFull) {
 				w.log.Error().Err(err).Int("slot", s.Index).Msg("text queue")
 			}
+			w.blocked = true
 			return pushed, false // retried next pass, offsets untouched
 		}
 		pushed = true
@@ -364,6 +380,7 @@ func (w *Worker) decode(d *dslot) (pushed, done bool) {
 	// with SrcIndex = the number of output tokens.
 	if last != -2 && last < int(s.EmittedOutLen.Load()) {
 		if err := s.PushText(shm.TextPiece{SrcIndex: uint32(s.EmittedOutLen.Load()), Final: true}); err != nil {
+			w.blocked = true
 			return pushed, false
 		}
 		s.DetokDone.Store(1)

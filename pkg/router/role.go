@@ -204,7 +204,11 @@ func (rr *role) receive(ctx context.Context, pull *ipc.Puller) {
 }
 
 // loop runs a scheduler step whenever groups arrive, infer rings the
-// router's bell (a request was released), or schedule_time_interval passes.
+// router's bell (a request was released), or schedule_time_interval passes
+// while the step has something to retry (requests waiting for admission,
+// commands waiting for ring room, queued slots without a group message);
+// otherwise the timer is config.IdleWait, since everything else that
+// matters rings the bell or kicks the loop.
 func (rr *role) loop(ctx context.Context) error {
 	rs, err := rr.region.Role(shm.RoleRouter)
 	if err != nil {
@@ -217,13 +221,16 @@ func (rr *role) loop(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var bellDone sync.WaitGroup
 	defer bellDone.Wait()
+	// The ring wakes the goroutine below at once, which otherwise sleeps
+	// a second: each timeout is a wake-up of this process.
+	defer bell.Ring()
 	defer cancel()
 	bellDone.Add(1)
 	go func() { // turn futex rings into channel sends for the select below
 		defer bellDone.Done()
 		for ctx.Err() == nil {
 			seen := bell.Seq()
-			if bell.Wait(seen, 100*time.Millisecond) {
+			if bell.Wait(seen, time.Second) {
 				select {
 				case rung <- struct{}{}:
 				default:
@@ -232,6 +239,7 @@ func (rr *role) loop(ctx context.Context) error {
 		}
 	}()
 	interval := max(rr.cfg.ScheduleTimeInterval.D(), time.Millisecond)
+	idle := max(interval, rr.cfg.IdleWait())
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
@@ -246,7 +254,11 @@ func (rr *role) loop(ctx context.Context) error {
 			default:
 			}
 		}
-		t.Reset(interval)
+		if rr.sched.Waiting() > 0 || len(rr.pendingCmds) > 0 || len(rr.unknownQueued) > 0 {
+			t.Reset(interval)
+		} else {
+			t.Reset(idle)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

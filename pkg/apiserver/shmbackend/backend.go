@@ -34,9 +34,17 @@ import (
 	"github.com/lightllm-go/lightllm/shm"
 )
 
-// pollWait bounds one sleep on the doorbell; aborts and releases are
-// noticed at this pace at worst.
+// pollWait bounds one sleep on the doorbell while slots wait to be freed
+// (infer's release rings no bell here): they are freed at this pace.
 const pollWait = 20 * time.Millisecond
+
+// idleWait bounds it otherwise: new text, new groups and aborts ring the
+// bell, so the timeout only paces the checks for stranded requests and
+// orphaned slots (each timeout is a wake-up of this process and of its
+// Go runtime's sysmon, which on a machine with few cores pre-empts
+// infer's workers; issue 25). A quarter of StallTimeout or
+// UnavailableTimeout when either is shorter (dispatchWait).
+const idleWait = 200 * time.Millisecond
 
 // strandEvery is how often the dispatcher checks for stranded requests.
 const strandEvery = 50 * time.Millisecond

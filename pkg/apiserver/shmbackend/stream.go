@@ -114,8 +114,25 @@ func (b *Backend) dispatch() {
 			}
 		}
 		reaping = kept
-		b.bell.Wait(seen, pollWait)
+		wait := b.dispatchWait()
+		if len(reaping) > 0 {
+			wait = pollWait
+		}
+		b.bell.Wait(seen, wait)
 	}
+}
+
+// dispatchWait is the dispatcher's sleep with no slot waiting to be freed:
+// the package's idleWait, shortened to a quarter of the timeouts it
+// checks for so they act on time.
+func (b *Backend) dispatchWait() time.Duration {
+	d := idleWait
+	for _, t := range []time.Duration{b.o.StallTimeout, b.o.UnavailableTimeout} {
+		if t > 0 {
+			d = min(d, t/4)
+		}
+	}
+	return max(d, pollWait)
 }
 
 // pump moves g's queued pieces into its event channel while it has room.
