@@ -29,6 +29,12 @@ func newRegion(t *testing.T) *shm.Region {
 // newWorker starts an infer worker over a fresh engine on the synthetic model.
 func newWorker(t *testing.T, r *shm.Region) *Worker {
 	t.Helper()
+	return newWorkerWith(t, r, WorkerOptions{})
+}
+
+// newWorkerWith is newWorker with o (its KV capacity and logger set here).
+func newWorkerWith(t *testing.T, r *shm.Region, o WorkerOptions) *Worker {
+	t.Helper()
 	m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +43,8 @@ func newWorker(t *testing.T, r *shm.Region) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 512, Log: zerolog.Nop()})
+	o.MaxTotalTokens, o.Log = 512, zerolog.Nop()
+	w, err := NewWorker(r, eng, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,18 +266,7 @@ func TestStreamIntervalRings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegion(t)
-			m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, err := engine.New(m, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 512, Log: zerolog.Nop(), StreamInterval: tc.interval})
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWorkerWith(t, r, WorkerOptions{StreamInterval: tc.interval})
 			detok, err := r.Role(shm.RoleDetokenizer)
 			if err != nil {
 				t.Fatal(err)
