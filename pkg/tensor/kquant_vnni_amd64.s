@@ -301,9 +301,15 @@ GLOBL kq6zperm<>(SB), RODATA|NOPTR, $256
 // block, the same integers in each of Y3's lanes (KQ6ZHALF), then the same
 // float steps, so the same bits. At one thread q6KRowsVNNI was bound by
 // its instructions, not memory: 34 GB/s with its matrix in cache, 24 GB/s
-// in a decode step where q4Kx8GemvVNNI read 31. No software prefetch: four
-// PREFETCHT0 4 KB ahead per block made a stream of matrices 10-15% slower
-// than the hardware prefetcher alone (4 KB and huge pages alike).
+// in a decode step where q4Kx8GemvVNNI read 31. No dense software
+// prefetch: four PREFETCHT0 4 KB ahead per block made a stream of matrices
+// 10-15% slower than the hardware prefetcher alone (4 KB and huge pages
+// alike), and one line 8 or 12 KB ahead per block was slower too. One line
+// 12 KB ahead every eighth block (CX counts a row's blocks down; 1680
+// bytes apart) is a lead for the L2 streamer, which starts over in every
+// 4 KB page (see Q4KFARPREFETCH): over a 1-thread decode step's weight
+// stream the q6_K part took 0.78 of the time without it (every fourth
+// block: 0.95; once per row, 12 or 20 KB ahead: 0.84).
 TEXT ·q6KRowsZ(SB), NOSPLIT, $0-56
 	MOVQ         w+0(FP), SI
 	MOVQ         rows+40(FP), R13
@@ -324,6 +330,11 @@ q6Kzrow:
 	VXORPS  Y14, Y14, Y14
 
 q6Kzloop:
+	TESTQ      $7, CX
+	JNZ        q6Kzblock
+	PREFETCHT0 12288(SI)
+
+q6Kzblock:
 	VMOVDQU   192(SI), X0
 	VPMOVSXBW X0, Y1
 	VMOVDQU   (BX), Y2
