@@ -125,3 +125,65 @@ func BenchmarkMatVecKStack(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeStreamQ4KM: one token through every matrix of the
+// TinyLlama-shaped Q4_K_M file (scripts/bench-cpu.sh's 1B model: q4_K, with
+// attn_v and ffn_down in q6_K on llama.cpp's use_more_bits layers and the
+// output head in q6_K; 643 MB) in the order and arena layout a decode step
+// reads them, at one and two threads. It is the weight stream of a decode
+// step without the rest of the step (attention, norms, sampling: about 5% at
+// one thread), so the one-token kernels' streaming can be compared with
+// `lightllm membw` in one process; a matrix that fits in L3 or a single
+// large one (BenchmarkMatVecK, which the L3 partly holds from pass to pass)
+// reads faster than a step does.
+func BenchmarkDecodeStreamQ4KM(b *testing.B) {
+	a := NewWeightArena()
+	defer a.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	const H, KV, F, V, L = 2048, 256, 5632, 32000, 22
+	var ws []*Matrix
+	total := 0
+	add := func(dt DType, rows, cols int) {
+		raw := randKBlocks(r, dt, rows*cols/QKK, false)
+		w, err := NewMatrixIn(a, dt, rows, cols, raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if dt != Q4_K {
+			w.Data = a.Copy(raw, false)
+		}
+		ws = append(ws, w)
+		total += len(raw)
+	}
+	add(Q6_K, V, H) // loaded first, read last (model.loadGGUF)
+	for i := range L {
+		vd := Q4_K
+		if i < L/8 || i >= 7*L/8 || (i-L/8)%3 == 2 {
+			vd = Q6_K
+		}
+		add(Q4_K, H, H)
+		add(Q4_K, KV, H)
+		add(vd, KV, H)
+		add(Q4_K, H, H)
+		add(Q4_K, F, H)
+		add(Q4_K, F, H)
+		add(vd, H, F)
+	}
+	ws = append(ws[1:], ws[0])
+	x := randVec(r, F, 1)
+	y := make([]float32, V)
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			ctx := NewCtx(threads)
+			defer ctx.Close()
+			for b.Loop() {
+				for _, w := range ws {
+					if err := ctx.MatMulGGML(x[:w.Cols], 1, nil, Out{w, y[:w.Rows]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
