@@ -201,31 +201,36 @@ gemmloop:
 	VPADDD    Y6, Y3, Y3                              \
 	VPADDD    Y7, Y3, Y3
 
-// Q4KPREFETCH(J): a quarter of the super-block-plus 4096 bytes on (five
+// Q4KPREFETCH(J): a quarter of the super-block-plus 6144 bytes on (five
 // lines a chunk cover its 1184 bytes). The one-token kernel reads each
 // weight once, so it runs at memory speed; the hardware prefetcher alone
-// left a 1-thread decode step at 36-38 tok/s where this gives 40-46
+// left a 1-thread decode step at 36-38 tok/s where 4096 bytes on gave 40-46
 // (TinyLlama-shaped Q4_K_M, bench-engine, alternating runs; 2048 and 8192
-// bytes ahead were slower). Past the end of w it is harmless: a prefetch
-// never faults.
+// bytes on were slower then). With Q4KFARPREFETCH beside it, 6144 bytes on
+// is faster than 4096 (the q4_K part of BenchmarkDecodeStreamQ4KM's stream,
+// interleaved steps: 0.88-0.92 of the time; 3072 bytes on 0.97, every other
+// line 1.02, PREFETCHNTA 0.94). Past the end of w it is harmless: a
+// prefetch never faults.
 #define Q4KPREFETCH(J) \
-	PREFETCHT0 (4096+320*(J))(SI)     \
-	PREFETCHT0 (4096+320*(J)+64)(SI)  \
-	PREFETCHT0 (4096+320*(J)+128)(SI) \
-	PREFETCHT0 (4096+320*(J)+192)(SI) \
-	PREFETCHT0 (4096+320*(J)+256)(SI)
+	PREFETCHT0 (6144+320*(J))(SI)     \
+	PREFETCHT0 (6144+320*(J)+64)(SI)  \
+	PREFETCHT0 (6144+320*(J)+128)(SI) \
+	PREFETCHT0 (6144+320*(J)+192)(SI) \
+	PREFETCHT0 (6144+320*(J)+256)(SI)
 
-// Q4KFARPREFETCH: one line 12 KB on, once per super-block. Not a data
+// Q4KFARPREFETCH: one line 16 KB on, once per super-block. Not a data
 // prefetch (one line in eighteen) but a lead for the hardware prefetcher:
-// the dense 4 KB one above keeps about a page in flight, and the L2
-// streamer, which starts over in every 4 KB page, begins on the pages after
-// it only when something touches them. Over a 1-thread decode step's
+// the dense prefetch above keeps about a page and a half in flight, and the
+// L2 streamer, which starts over in every 4 KB page, begins on the pages
+// after it only when something touches them. Over a 1-thread decode step's
 // weight stream (the TinyLlama-shaped Q4_K_M file's 155 matrices in arena
-// order, kernels alone, 40 interleaved steps per variant) the q4_K part
-// took 0.86-0.92 of the time without it; 8 and 16 KB on read the same,
-// two lines per super-block or every line 12 KB on were slower.
+// order, kernels alone, 40 interleaved steps per variant) the q4_K part took
+// 0.84-0.92 of the time with a lead 12 KB on (dense prefetch 4 KB on) than
+// without; 8, 16 and 20 KB on read the same, two lines per super-block or
+// every line 12 KB on were slower. A plain read loop (membw's) with such a
+// lead reads 16% faster than without.
 #define Q4KFARPREFETCH \
-	PREFETCHT0 12288(SI)
+	PREFETCHT0 16384(SI)
 
 // func q4Kx8GemvVNNI(w *byte, nb int, xq *int8, xd *float32, xs *int32, out *float32, groups int)
 // q4Kx8GemvAVX2 with AVX-512 VNNI, and software prefetch.
