@@ -13,6 +13,9 @@ type BandwidthResult struct {
 	GBps    []float64 // read bandwidth of each timed pass, 1e9 bytes/s
 	// TwoStreams are the passes of GBps that read two streams per worker.
 	TwoStreams []float64
+	// Far are the passes of GBps that lead the hardware prefetcher by 16
+	// KiB, as the one-token K-quant kernels do (readSumFar).
+	Far []float64
 	// HugePages: the buffer was in transparent huge pages.
 	HugePages bool
 }
@@ -44,13 +47,27 @@ func (r BandwidthResult) Median() float64 {
 type bwTask struct {
 	buf  []byte
 	step int
-	two  bool
+	mode bwMode
 	sums [][8]uint64
 }
 
+// bwMode is how a pass reads: the loads alone, two streams per worker, or
+// leading the prefetcher.
+type bwMode int
+
+const (
+	bwPlain bwMode = iota
+	bwTwo
+	bwFar
+)
+
 func (t *bwTask) Run(worker, lo, hi int) {
-	if !t.two {
+	switch t.mode {
+	case bwPlain:
 		t.sums[worker][0] += readSum(t.buf[lo*t.step : hi*t.step])
+		return
+	case bwFar:
+		t.sums[worker][0] += readSumFar(t.buf[lo*t.step : hi*t.step])
 		return
 	}
 	const piece = 4 << 10
@@ -67,7 +84,9 @@ func (t *bwTask) Run(worker, lo, hi int) {
 // streams weights: the given number of workers read disjoint parts of a
 // buffer of size bytes (it should be several times the last-level cache,
 // so the reads come from DRAM), once to warm up and then passes times
-// with one stream per worker and passes times with two. The buffer lives
+// with one stream per worker, passes times with two, and passes times
+// with one stream leading the prefetcher (as the K-quant kernels read:
+// without it the roofline would be below what one core reads at best). The buffer lives
 // where the engine keeps its weights (a WeightArena's huge pages when the
 // kernel has them), so the roofline's denominator is the best this
 // memory system delivers to reads like the engine's, not a lower figure.
@@ -90,10 +109,10 @@ func MemBandwidth(threads, size, passes int) (BandwidthResult, error) {
 	defer p.Close()
 	t := &bwTask{buf: buf, step: step, sums: make([][8]uint64, p.Threads())}
 	res := BandwidthResult{Bytes: len(buf), Threads: p.Threads(), HugePages: arena != nil && arena.Copied() > 0}
-	for _, two := range []bool{false, true} {
-		t.two = two
+	for _, mode := range []bwMode{bwPlain, bwTwo, bwFar} {
+		t.mode = mode
 		units := n
-		if two {
+		if mode == bwTwo {
 			units = n / 2
 		}
 		p.Run(t, units, 1)
@@ -102,8 +121,11 @@ func MemBandwidth(threads, size, passes int) (BandwidthResult, error) {
 			p.Run(t, units, 1)
 			gbps := float64(len(buf)) / time.Since(start).Seconds() / 1e9
 			res.GBps = append(res.GBps, gbps)
-			if two {
+			switch mode {
+			case bwTwo:
 				res.TwoStreams = append(res.TwoStreams, gbps)
+			case bwFar:
+				res.Far = append(res.Far, gbps)
 			}
 		}
 	}

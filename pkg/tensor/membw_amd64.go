@@ -17,3 +17,16 @@ func readSum(b []byte) uint64 {
 	}
 	return readSumGeneric(b)
 }
+
+//go:noescape
+func readSumFarAVX2(p unsafe.Pointer, n int) uint64
+
+// readSumFar is readSum leading the hardware prefetcher by 16 KiB, as the
+// one-token K-quant kernels do.
+func readSumFar(b []byte) uint64 {
+	if !hasAVX2 || len(b) < 1024 {
+		return readSum(b)
+	}
+	n := len(b) &^ 1023
+	return readSumFarAVX2(unsafe.Pointer(&b[0]), n) + readSum(b[n:])
+}

@@ -7,13 +7,16 @@ import (
 
 func TestReadSumMatchesGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, n := range []int{0, 1, 255, 256, 300, 4096 + 17} {
+	for _, n := range []int{0, 1, 255, 256, 300, 1024, 4096 + 17, 3*1024 + 256 + 5} {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(r.Uint32())
 		}
 		if got, want := readSum(b), readSumGeneric(b); got != want {
 			t.Errorf("n=%d: readSum %d, generic %d", n, got, want)
+		}
+		if got, want := readSumFar(b), readSumGeneric(b); got != want {
+			t.Errorf("n=%d: readSumFar %d, generic %d", n, got, want)
 		}
 	}
 }
@@ -30,7 +33,7 @@ func TestMemBandwidth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Threads != threads || res.Bytes != 4<<20 || len(res.GBps) != 6 || len(res.TwoStreams) != 3 {
+		if res.Threads != threads || res.Bytes != 4<<20 || len(res.GBps) != 9 || len(res.TwoStreams) != 3 || len(res.Far) != 3 {
 			t.Fatalf("threads %d: %+v", threads, res)
 		}
 		if res.Best() <= 0 || res.Median() <= 0 || res.Median() > res.Best() {
