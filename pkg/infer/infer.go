@@ -137,10 +137,11 @@ type Worker struct {
 	// last engine counters, for the metric deltas
 	stats      engine.Stats
 	lastReport time.Time
-	// steps counts the engine steps not yet sent as BatchInferenceCount,
-	// by method: the counter goes to the metric role summed (stepMetrics),
-	// not as one event per step.
-	steps     struct{ prefill, decode int }
+	// steps holds the durations (seconds) of the engine steps not yet sent
+	// to the metric role, by method: flushSteps sends them once per
+	// stepsEvery as BatchInferenceDuration observations and their count as
+	// one BatchInferenceCount add, not as events per step.
+	steps     struct{ prefill, decode []float64 }
 	lastSteps time.Time
 	statsLog  statsLine
 }
@@ -574,11 +575,10 @@ func (w *Worker) stepMetrics(took time.Duration) {
 		method = metrics.MethodPrefill
 	}
 	if method == metrics.MethodPrefill {
-		w.steps.prefill++
+		w.steps.prefill = append(w.steps.prefill, took.Seconds())
 	} else {
-		w.steps.decode++
+		w.steps.decode = append(w.steps.decode, took.Seconds())
 	}
-	w.o.Metrics.ObserveLabel(metrics.BatchInferenceDuration, method, took.Seconds())
 	if n := st.Evictions - w.stats.Evictions; n > 0 {
 		w.o.Metrics.Counter(metrics.RequestPreemptions, float64(n))
 	}
@@ -588,26 +588,42 @@ func (w *Worker) stepMetrics(took time.Duration) {
 	w.stats = st
 }
 
-// stepsEvery paces the summed step counter: Prometheus scrapes every few
-// seconds, and the duration histogram (one observation per step) carries
-// the exact count meanwhile.
+// stepsEvery paces the step metrics: Prometheus scrapes every few seconds,
+// so a step's duration may reach the histogram a second late.
 const stepsEvery = time.Second
 
-// flushSteps sends the steps counted since the last flush, once per
-// stepsEvery while busy and at once when the engine goes idle. One event
-// per step was half of infer's events to the metric role.
+// maxPendingSteps bounds the step durations held between flushes (a fast
+// model steps thousands of times a second), well under the metrics
+// client's queue (4096 events), which drops what does not fit.
+const maxPendingSteps = 512
+
+// flushSteps sends the steps taken since the last flush: every duration
+// as one BatchInferenceDuration observation and their count as one
+// BatchInferenceCount add per method, once per stepsEvery (or
+// maxPendingSteps) while busy and at once when the engine goes idle.
+// Sending them as they happened kept the metrics client's writer lingering
+// and writing a frame every 50 ms while the engine ran: a wake-up of the
+// metric role and of infer's writer thread 20 times a second, on the cores
+// the engine's workers use.
 func (w *Worker) flushSteps(now time.Time, idle bool) {
-	if w.o.Metrics == nil || (!idle && now.Sub(w.lastSteps) < stepsEvery) {
+	pending := len(w.steps.prefill) + len(w.steps.decode)
+	if w.o.Metrics == nil || (!idle && now.Sub(w.lastSteps) < stepsEvery && pending < maxPendingSteps) {
 		return
 	}
 	w.lastSteps = now
-	if n := w.steps.prefill; n > 0 {
-		w.o.Metrics.CounterLabel(metrics.BatchInferenceCount, metrics.MethodPrefill, float64(n))
+	for _, m := range []struct {
+		method string
+		durs   *[]float64
+	}{{metrics.MethodPrefill, &w.steps.prefill}, {metrics.MethodDecode, &w.steps.decode}} {
+		if len(*m.durs) == 0 {
+			continue
+		}
+		for _, d := range *m.durs {
+			w.o.Metrics.ObserveLabel(metrics.BatchInferenceDuration, m.method, d)
+		}
+		w.o.Metrics.CounterLabel(metrics.BatchInferenceCount, m.method, float64(len(*m.durs)))
+		*m.durs = (*m.durs)[:0]
 	}
-	if n := w.steps.decode; n > 0 {
-		w.o.Metrics.CounterLabel(metrics.BatchInferenceCount, metrics.MethodDecode, float64(n))
-	}
-	w.steps.prefill, w.steps.decode = 0, 0
 }
 
 func finishStatus(r engine.FinishReason) shm.FinishStatus {

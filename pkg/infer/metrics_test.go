@@ -78,3 +78,111 @@ func TestStepMetricsSendCacheEvictions(t *testing.T) {
 		t.Fatalf("sent %v evicted tokens, the engine counted %d", got, want)
 	}
 }
+
+// countingExecutor counts the engine steps that ran, by method, as the step
+// metrics name them.
+type countingExecutor struct {
+	*engine.Engine
+	prefill, decode int
+}
+
+func (c *countingExecutor) Step() ([]engine.Output, error) {
+	before := c.Stats().PrefillTokens
+	outs, err := c.Engine.Step()
+	if c.Stats().PrefillTokens > before {
+		c.prefill++
+	} else {
+		c.decode++
+	}
+	return outs, err
+}
+
+// Every engine step reaches the metric role as one BatchInferenceDuration
+// observation and one BatchInferenceCount unit of its method, though they
+// are held and sent together: at most maxPendingSteps wait, and an idle
+// engine sends what waits.
+func TestStepMetricsCountEveryStep(t *testing.T) {
+	cases := map[string]struct {
+		requests, newTokens int
+		// next: iterations before the next request arrives, so that the
+		// engine does not go idle in between
+		next int
+	}{
+		"one request, idle at its end":         {requests: 1, newTokens: 8, next: 0},
+		"back-to-back, past maxPendingSteps":   {requests: 8, newTokens: 100, next: 75},
+		"two requests, each to an idle engine": {requests: 2, newTokens: 20, next: 1000},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ep, err := ipc.Endpoint(t.TempDir(), ipc.SockMetric)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pull, err := ipc.NewPuller(ep, ipc.Options{QueueLen: 8192})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pull.Close()
+			mc, err := metrics.NewClient(metrics.ClientOptions{Role: "infer", Endpoint: ep, Log: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mc.Close()
+			r := newRegion(t)
+			m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(m, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex := &countingExecutor{Engine: eng}
+			w, err := NewWorker(r, ex, WorkerOptions{MaxTotalTokens: 512, Metrics: mc, Log: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.requests {
+				submit(t, r, []int32{1, int32(3 + i)}, sampler.Params{MaxNewTokens: tc.newTokens, IgnoreEOS: true})
+				for range tc.next {
+					if _, err := w.Iterate(); err != nil {
+						t.Fatal(err)
+					}
+					if n := len(w.steps.prefill) + len(w.steps.decode); n > maxPendingSteps {
+						t.Fatalf("%d step durations held, more than %d", n, maxPendingSteps)
+					}
+				}
+			}
+			runUntil(t, w, 10000, func() bool { return w.Live() == 0 && r.Commands().Len() == 0 })
+			if _, err := w.Iterate(); err != nil { // idle: sends what waits
+				t.Fatal(err)
+			}
+			want := map[string]int{metrics.MethodPrefill: ex.prefill, metrics.MethodDecode: ex.decode}
+			observed, counted := map[string]int{}, map[string]int{}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for observed[metrics.MethodPrefill]+observed[metrics.MethodDecode] < ex.prefill+ex.decode ||
+				counted[metrics.MethodPrefill]+counted[metrics.MethodDecode] < ex.prefill+ex.decode {
+				msg, err := pull.Recv(ctx)
+				if err != nil {
+					t.Fatalf("observed %v, counted %v of %v steps: %v", observed, counted, want, err)
+				}
+				mm, ok := msg.(*ipc.Metric)
+				if !ok || len(mm.Labels) != 1 {
+					continue
+				}
+				switch mm.Name {
+				case metrics.BatchInferenceDuration:
+					observed[mm.Labels[0].Value]++
+				case metrics.BatchInferenceCount:
+					counted[mm.Labels[0].Value] += int(mm.Value)
+				}
+			}
+			for _, method := range []string{metrics.MethodPrefill, metrics.MethodDecode} {
+				if observed[method] != want[method] || counted[method] != want[method] {
+					t.Errorf("%s: %d observations, count %d, want %d steps", method, observed[method], counted[method], want[method])
+				}
+			}
+		})
+	}
+}
