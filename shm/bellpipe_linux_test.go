@@ -75,6 +75,45 @@ func TestBellPipe(t *testing.T) {
 				t.Fatalf("returned after %v", d)
 			}
 		}},
+		{"more stale bytes than one read takes are all drained before parking", func(t *testing.T, r *Region, rs *RoleState) {
+			b := r.Bell(rs)
+			if rung, ok := b.pipes.wait(b, b.Seq()-1, time.Second); !ok || !rung {
+				t.Fatalf("pipes.wait with a rung seq: rung %v ok %v", rung, ok) // opens the FIFO
+			}
+			rs.BellWaiters.Add(pipeWaiter)
+			for range 200 { // 64, 64, 64 and a short 8
+				b.Ring()
+			}
+			rs.BellWaiters.Add(^uint32(pipeWaiter - 1))
+			seen := b.Seq()
+			done := make(chan bool)
+			go func() { done <- b.Wait(seen, 10*time.Second) }()
+			waitAsleep(t, rs, pipeWaiter)
+			b.Ring()
+			if !<-done {
+				t.Fatal("Wait reported no ring")
+			}
+		}},
+		{"every ring of a wait-and-ring sequence wakes its sleeper at once", func(t *testing.T, r *Region, rs *RoleState) {
+			// Each wake-up reads one byte, a short read that ends the
+			// drain: the next sleeper must still park on an empty pipe
+			// and be woken by the next ring, not by its timeout.
+			b := r.Bell(rs)
+			for i := range 50 {
+				seen := b.Seq()
+				done := make(chan bool)
+				go func() { done <- b.Wait(seen, 10*time.Second) }()
+				waitAsleep(t, rs, pipeWaiter)
+				start := time.Now()
+				b.Ring()
+				if !<-done {
+					t.Fatalf("wait %d: no ring reported", i)
+				}
+				if d := time.Since(start); d > 2*time.Second {
+					t.Fatalf("wait %d: woken after %v", i, d)
+				}
+			}
+		}},
 		{"a second sleeper in the process uses the futex; one ring wakes both", func(t *testing.T, r *Region, rs *RoleState) {
 			b := r.Bell(rs)
 			seen := b.Seq()
