@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -71,6 +72,28 @@ type requester struct {
 	tok       Tokenizer
 	start     time.Time // run start, the origin of Result offsets
 	now       func() time.Time
+	// readers are the streams' 64 KB line readers, reused: one allocated
+	// (and zeroed) per request was most of the client's allocation and,
+	// at hundreds of streams, its page faults.
+	readers sync.Pool
+}
+
+// streamBuffer is the size of a stream's line reader: a line longer than
+// this is copied together (stream).
+const streamBuffer = 64 << 10
+
+// reader returns a line reader over body; putReader returns it.
+func (q *requester) reader(body io.Reader) *bufio.Reader {
+	if br, ok := q.readers.Get().(*bufio.Reader); ok {
+		br.Reset(body)
+		return br
+	}
+	return bufio.NewReaderSize(body, streamBuffer)
+}
+
+func (q *requester) putReader(br *bufio.Reader) {
+	br.Reset(nil) // keep no response body alive
+	q.readers.Put(br)
 }
 
 func (q *requester) payload(s Sample) ([]byte, error) {
@@ -178,7 +201,8 @@ func (q *requester) stream(req *http.Request, r *Result, sent time.Time) error {
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
 	}
 	st := streamState{usageOut: -1, nativeCount: -1}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	br := q.reader(resp.Body)
+	defer q.putReader(br)
 	var long []byte
 	for !st.done {
 		// ReadSlice hands out the reader's buffer (line handles a line
