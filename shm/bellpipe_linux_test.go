@@ -23,6 +23,24 @@ func waitAsleep(t *testing.T, rs *RoleState, want uint32) {
 	}
 }
 
+// ringWakes parks a Wait on b, rings once it sleeps on the pipe, and fails
+// unless the Wait reports the ring well before its 10 s timeout.
+func ringWakes(t *testing.T, b Bell, rs *RoleState) {
+	t.Helper()
+	seen := b.Seq()
+	done := make(chan bool)
+	go func() { done <- b.Wait(seen, 10*time.Second) }()
+	waitAsleep(t, rs, pipeWaiter)
+	start := time.Now()
+	b.Ring()
+	if !<-done {
+		t.Fatal("Wait reported no ring")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("woken after %v", d)
+	}
+}
+
 // TestBellPipe drives the pipe path of Bell.Wait in one process: the
 // cross-process wake is TestCrossProcessFutexWake's.
 func TestBellPipe(t *testing.T) {
@@ -32,18 +50,7 @@ func TestBellPipe(t *testing.T) {
 	}{
 		{"a ring wakes the pipe sleeper long before its timeout", func(t *testing.T, r *Region, rs *RoleState) {
 			b := r.Bell(rs)
-			seen := b.Seq()
-			done := make(chan bool)
-			go func() { done <- b.Wait(seen, 10*time.Second) }()
-			waitAsleep(t, rs, pipeWaiter)
-			start := time.Now()
-			b.Ring()
-			if !<-done {
-				t.Fatal("Wait reported no ring")
-			}
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("woken after %v", d)
-			}
+			ringWakes(t, b, rs)
 			fi, err := os.Lstat(filepath.Join(r.dir, "bell-"+hexOffset(r, &rs.BellSeq)))
 			if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 				t.Fatalf("the bell's FIFO: %v, %v", fi, err)
@@ -85,33 +92,15 @@ func TestBellPipe(t *testing.T) {
 				b.Ring()
 			}
 			rs.BellWaiters.Add(^uint32(pipeWaiter - 1))
-			seen := b.Seq()
-			done := make(chan bool)
-			go func() { done <- b.Wait(seen, 10*time.Second) }()
-			waitAsleep(t, rs, pipeWaiter)
-			b.Ring()
-			if !<-done {
-				t.Fatal("Wait reported no ring")
-			}
+			ringWakes(t, b, rs)
 		}},
 		{"every ring of a wait-and-ring sequence wakes its sleeper at once", func(t *testing.T, r *Region, rs *RoleState) {
 			// Each wake-up reads one byte, a short read that ends the
 			// drain: the next sleeper must still park on an empty pipe
 			// and be woken by the next ring, not by its timeout.
 			b := r.Bell(rs)
-			for i := range 50 {
-				seen := b.Seq()
-				done := make(chan bool)
-				go func() { done <- b.Wait(seen, 10*time.Second) }()
-				waitAsleep(t, rs, pipeWaiter)
-				start := time.Now()
-				b.Ring()
-				if !<-done {
-					t.Fatalf("wait %d: no ring reported", i)
-				}
-				if d := time.Since(start); d > 2*time.Second {
-					t.Fatalf("wait %d: woken after %v", i, d)
-				}
+			for range 50 {
+				ringWakes(t, b, rs)
 			}
 		}},
 		{"a second sleeper in the process uses the futex; one ring wakes both", func(t *testing.T, r *Region, rs *RoleState) {

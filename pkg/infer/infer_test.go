@@ -35,20 +35,26 @@ func newWorker(t *testing.T, r *shm.Region) *Worker {
 // newWorkerWith is newWorker with o (its KV capacity and logger set here).
 func newWorkerWith(t *testing.T, r *shm.Region, o WorkerOptions) *Worker {
 	t.Helper()
-	m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(m, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
 	o.MaxTotalTokens, o.Log = 512, zerolog.Nop()
-	w, err := NewWorker(r, eng, o)
+	w, err := NewWorker(r, newEngine(t, 512, 128), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// newEngine is an engine over the synthetic model with maxTotal KV tokens.
+func newEngine(t *testing.T, maxTotal, maxReqTotalLen int) *engine.Engine {
+	t.Helper()
+	m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(m, engine.Options{MaxTotalTokens: maxTotal, MaxReqTotalLen: maxReqTotalLen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }
 
 // submit plays apiserver and router: a Running slot with a NEW command.

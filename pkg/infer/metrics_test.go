@@ -13,9 +13,10 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 )
 
-// The step metrics carry the prompt-cache tokens the engine evicted for
-// room, as deltas that add up to the engine's own count.
-func TestStepMetricsSendCacheEvictions(t *testing.T) {
+// metricsSink is a metric role's PULL end and a client sending to it,
+// both closed with the test.
+func metricsSink(t *testing.T) (*ipc.Puller, *metrics.Client) {
+	t.Helper()
 	ep, err := ipc.Endpoint(t.TempDir(), ipc.SockMetric)
 	if err != nil {
 		t.Fatal(err)
@@ -24,24 +25,23 @@ func TestStepMetricsSendCacheEvictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pull.Close()
+	t.Cleanup(func() { pull.Close() })
 	mc, err := metrics.NewClient(metrics.ClientOptions{Role: "infer", Endpoint: ep, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mc.Close()
+	t.Cleanup(mc.Close)
+	return pull, mc
+}
 
+// The step metrics carry the prompt-cache tokens the engine evicted for
+// room, as deltas that add up to the engine's own count.
+func TestStepMetricsSendCacheEvictions(t *testing.T) {
+	pull, mc := metricsSink(t)
 	r := newRegion(t)
-	m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 64 KV tokens hold about two finished requests in the prompt cache:
 	// every later one evicts.
-	eng, err := engine.New(m, engine.Options{MaxTotalTokens: 64, MaxReqTotalLen: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := newEngine(t, 64, 64)
 	w, err := NewWorker(r, eng, WorkerOptions{MaxTotalTokens: 64, Metrics: mc, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -114,30 +114,9 @@ func TestStepMetricsCountEveryStep(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ep, err := ipc.Endpoint(t.TempDir(), ipc.SockMetric)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pull, err := ipc.NewPuller(ep, ipc.Options{QueueLen: 8192})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pull.Close()
-			mc, err := metrics.NewClient(metrics.ClientOptions{Role: "infer", Endpoint: ep, Log: zerolog.Nop()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mc.Close()
+			pull, mc := metricsSink(t)
 			r := newRegion(t)
-			m, err := NewSyntheticModel(testVocab, 128, 1, []int32{2}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, err := engine.New(m, engine.Options{MaxTotalTokens: 512, MaxReqTotalLen: 128})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex := &countingExecutor{Engine: eng}
+			ex := &countingExecutor{Engine: newEngine(t, 512, 128)}
 			w, err := NewWorker(r, ex, WorkerOptions{MaxTotalTokens: 512, Metrics: mc, Log: zerolog.Nop()})
 			if err != nil {
 				t.Fatal(err)
