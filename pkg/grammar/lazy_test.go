@@ -147,17 +147,7 @@ func TestDeferredRuleFailureIsReported(t *testing.T) {
 // referenceDeterminize is the textbook subset construction: sorted state
 // sets keyed by their text, classes from reps, calls per sorted rule.
 func referenceDeterminize(n *nfa, start, final int32) *dfa {
-	var sets []byteSet
-	for _, es := range n.bytes {
-		for _, e := range es {
-			sets = append(sets, e.set)
-		}
-	}
-	classOf, reps := byteClasses(sets)
-	d := &dfa{ncls: len(reps)}
-	for b := range classOf {
-		d.cls[b] = uint8(classOf[b])
-	}
+	d, reps := classedDFA(n)
 	closure := func(seed []int32) []int32 {
 		seen := map[int32]bool{}
 		stack := slices.Clone(seed)

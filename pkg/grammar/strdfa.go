@@ -213,14 +213,16 @@ func quoteRows(contentCls *[256]uint8, n int, row func(q int) ([]int16, bool)) *
 	for i := range ncls {
 		d.trans[i], d.trans[(n+1)*ncls+i] = -1, -1
 	}
-	for q := 0; q < n; q++ {
-		src, acc := row(q)
-		if q == 0 && (acc || slices.ContainsFunc(src, func(t int16) bool { return t >= 0 })) {
-			// Content that matches nothing (trimmed: a dead start) gets no
-			// opening quote either, so the string is seen to match nothing
-			// rather than leave a matcher at a dead end after the quote.
+	if n > 0 {
+		// Content that matches nothing (trimmed: a dead start) gets no
+		// opening quote either, so the string is seen to match nothing
+		// rather than leave a matcher at a dead end after the quote.
+		if src, acc := row(0); acc || slices.ContainsFunc(src, func(t int16) bool { return t >= 0 }) {
 			d.trans[quote] = 1
 		}
+	}
+	for q := 0; q < n; q++ {
+		src, acc := row(q)
 		dst := d.trans[(q+1)*ncls : (q+2)*ncls]
 		for k, o := range oldOf {
 			if t := src[o]; t >= 0 {
@@ -433,7 +435,9 @@ type cutInfo struct {
 
 // shortestChars is the fewest characters (bytes that are not UTF-8
 // continuations, as truncated counts them) of a text d accepts, -1 when it
-// accepts none.
+// accepts none: toAccept()[0], but from the start alone, by class, and
+// stopping at the first accepting state, as compile asks it of every
+// pattern string (toAccept's every state and byte is the cut's business).
 func (d *dfa) shortestChars() int {
 	// A class costs a character unless some byte of it is a continuation.
 	free := make([]bool, d.ncls)
@@ -469,11 +473,9 @@ func (d *dfa) shortestChars() int {
 				continue
 			}
 			dist[t] = dist[q] + w
-			if w == 0 && head > 0 {
-				head--
+			if w == 0 {
+				head-- // q's slot: head is past it
 				deque[head] = t
-			} else if w == 0 {
-				deque = append([]int32{t}, deque...)
 			} else {
 				deque = append(deque, t)
 			}

@@ -38,14 +38,7 @@ func TestTruncatedTableSameAsMap(t *testing.T) {
 		pattern  string
 		maxChars int
 	}{{"^(SELECT|WITH) ", 64}, {"^[a-z]+(-[a-z0-9]+)*$", 40}, {"é+x", 9}, {".*", 0}} {
-		f, err := regexFrag(c.pattern, true, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := leafDFA(f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := patternContent(t, c.pattern)
 		dense, err := truncatedTable(d, c.maxChars, 1<<20)
 		if err != nil {
 			t.Fatal(err)
@@ -209,14 +202,7 @@ func TestShortestChars(t *testing.T) {
 		{"^$", 0},
 		{"^[0-9]{4}-[0-9]{2}$", 7},
 	} {
-		f, err := regexFrag(c.pattern, true, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := leafDFA(f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := patternContent(t, c.pattern)
 		if got := d.shortestChars(); got != c.want {
 			t.Errorf("%q: shortestChars %d, want %d", c.pattern, got, c.want)
 		}
@@ -228,4 +214,19 @@ func TestShortestChars(t *testing.T) {
 	if got := empty.shortestChars(); got != -1 {
 		t.Errorf("an automaton accepting nothing: %d, want -1", got)
 	}
+}
+
+// patternContent is the content automaton of the strings in which pattern
+// matches (searched, as JSON Schema's pattern is).
+func patternContent(t *testing.T, pattern string) *dfa {
+	t.Helper()
+	f, err := regexFrag(pattern, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := leafDFA(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -110,13 +110,19 @@ func BenchmarkMatVecKStack(b *testing.B) {
 	}
 	x := randVec(r, 2048, 1)
 	y := make([]float32, 5632)
+	benchStream(b, total, ws, func(ctx *Ctx, w *Matrix) error { return ctx.MatMul(x, 1, Out{w, y[:w.Rows]}) })
+}
+
+// benchStream times one pass of mul over ws, in order, at one and two
+// threads, and reports the weight bytes (total per pass) read per second.
+func benchStream(b *testing.B, total int, ws []*Matrix, mul func(*Ctx, *Matrix) error) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
 			ctx := NewCtx(threads)
 			defer ctx.Close()
 			for b.Loop() {
 				for _, w := range ws {
-					if err := ctx.MatMul(x, 1, Out{w, y[:w.Rows]}); err != nil {
+					if err := mul(ctx, w); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -172,18 +178,7 @@ func BenchmarkDecodeStreamQ4KM(b *testing.B) {
 	ws = append(ws[1:], ws[0])
 	x := randVec(r, F, 1)
 	y := make([]float32, V)
-	for _, threads := range []int{1, 2} {
-		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
-			ctx := NewCtx(threads)
-			defer ctx.Close()
-			for b.Loop() {
-				for _, w := range ws {
-					if err := ctx.MatMulGGML(x[:w.Cols], 1, nil, Out{w, y[:w.Rows]}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-		})
-	}
+	benchStream(b, total, ws, func(ctx *Ctx, w *Matrix) error {
+		return ctx.MatMulGGML(x[:w.Cols], 1, nil, Out{w, y[:w.Rows]})
+	})
 }

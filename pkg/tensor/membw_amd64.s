@@ -1,19 +1,40 @@
 #include "textflag.h"
 
+// READSUM_ZERO clears the eight accumulators Y0-Y7.
+#define READSUM_ZERO \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7
+
+// READSUM_TOTAL adds up the accumulators' 32 words into AX (the caller
+// stores the result itself, where go vet's asmdecl sees it).
+#define READSUM_TOTAL \
+	VPADDQ       Y1, Y0, Y0    \
+	VPADDQ       Y3, Y2, Y2    \
+	VPADDQ       Y5, Y4, Y4    \
+	VPADDQ       Y7, Y6, Y6    \
+	VPADDQ       Y2, Y0, Y0    \
+	VPADDQ       Y6, Y4, Y4    \
+	VPADDQ       Y4, Y0, Y0    \
+	VEXTRACTI128 $1, Y0, X1    \
+	VPADDQ       X1, X0, X0    \
+	VPSHUFD      $0x4E, X0, X1 \
+	VPADDQ       X1, X0, X0    \
+	VMOVQ        X0, AX        \
+	VZEROUPPER
+
 // func readSumAVX2(p unsafe.Pointer, n int) uint64
 // n is a positive multiple of 256. Eight independent accumulators so the
 // adds never wait on each other; only the loads limit the speed.
 TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
 	MOVQ   p+0(FP), SI
 	MOVQ   n+8(FP), CX
-	VPXOR  Y0, Y0, Y0
-	VPXOR  Y1, Y1, Y1
-	VPXOR  Y2, Y2, Y2
-	VPXOR  Y3, Y3, Y3
-	VPXOR  Y4, Y4, Y4
-	VPXOR  Y5, Y5, Y5
-	VPXOR  Y6, Y6, Y6
-	VPXOR  Y7, Y7, Y7
+	READSUM_ZERO
 
 rsloop:
 	VPADDQ (SI), Y0, Y0
@@ -28,20 +49,8 @@ rsloop:
 	SUBQ   $256, CX
 	JNE    rsloop
 
-	VPADDQ       Y1, Y0, Y0
-	VPADDQ       Y3, Y2, Y2
-	VPADDQ       Y5, Y4, Y4
-	VPADDQ       Y7, Y6, Y6
-	VPADDQ       Y2, Y0, Y0
-	VPADDQ       Y6, Y4, Y4
-	VPADDQ       Y4, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDQ       X1, X0, X0
-	VPSHUFD      $0x4E, X0, X1
-	VPADDQ       X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
-	MOVQ         AX, ret+16(FP)
+	READSUM_TOTAL
+	MOVQ AX, ret+16(FP)
 	RET
 
 // func readSumFarAVX2(p unsafe.Pointer, n int) uint64
@@ -53,14 +62,7 @@ rsloop:
 TEXT ·readSumFarAVX2(SB), NOSPLIT, $0-24
 	MOVQ   p+0(FP), SI
 	MOVQ   n+8(FP), CX
-	VPXOR  Y0, Y0, Y0
-	VPXOR  Y1, Y1, Y1
-	VPXOR  Y2, Y2, Y2
-	VPXOR  Y3, Y3, Y3
-	VPXOR  Y4, Y4, Y4
-	VPXOR  Y5, Y5, Y5
-	VPXOR  Y6, Y6, Y6
-	VPXOR  Y7, Y7, Y7
+	READSUM_ZERO
 
 rfloop:
 	PREFETCHT0 16384(SI)
@@ -100,18 +102,6 @@ rfloop:
 	SUBQ       $1024, CX
 	JNE        rfloop
 
-	VPADDQ       Y1, Y0, Y0
-	VPADDQ       Y3, Y2, Y2
-	VPADDQ       Y5, Y4, Y4
-	VPADDQ       Y7, Y6, Y6
-	VPADDQ       Y2, Y0, Y0
-	VPADDQ       Y6, Y4, Y4
-	VPADDQ       Y4, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDQ       X1, X0, X0
-	VPSHUFD      $0x4E, X0, X1
-	VPADDQ       X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
-	MOVQ         AX, ret+16(FP)
+	READSUM_TOTAL
+	MOVQ AX, ret+16(FP)
 	RET
