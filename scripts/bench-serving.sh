@@ -24,8 +24,9 @@
 #                                           once, its prefill joining the others' decode steps,
 #                                           as the engine's decode_tok_s_xC includes prefills)
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
-#        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine and of every
-#                                           server role there (LIGHTLLM_CPUPROFILE_DIR)
+#        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine, of every
+#                                           server role (LIGHTLLM_CPUPROFILE_DIR) and of each
+#                                           benchmark client run there
 #        OUT=FILE                           also write every raw JSON line there
 #        SERVER_ARGS="--pipeline_nice 10"   extra `lightllm launch` flags
 #        PIN=0                              1: launch with --pin_cpus (infer on CPUs 0..THREADS-1,
@@ -135,9 +136,11 @@ for name in $MODELS; do
 		for s in $STREAMS; do
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
+			cprof=()
+			[ -z "$CPUPROFILE_DIR" ] || cprof=(--cpuprofile "$CPUPROFILE_DIR/client-$name-$s-$run.pprof")
 			/usr/bin/time -f '%U %S' -o "$work/cpu" "${client_cpus[@]}" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
 				--tokenizer "$model" --input_len "$PROMPT" --output_len "$GEN" --ignore_eos --max_concurrency "$s" \
-				--num_prompts "$n" --json "$work/bench.json" >"$work/bench.log" 2>&1 ||
+				--num_prompts "$n" --json "$work/bench.json" "${cprof[@]}" >"$work/bench.log" 2>&1 ||
 				{ log "bench failed:"; tail -20 "$work/bench.log" >&2; exit 1; }
 			read -r u sy <"$work/cpu"
 			record server "$name" "$s" "$(jq -c --argjson cpu "$(jq -n "$u + $sy")" '{output_throughput, mean_tpot_ms,

@@ -135,7 +135,9 @@ type Config struct {
 	// wake-up each instead of one per step. A request's first token, its
 	// end and an idle engine wake it at once, so time to first token and
 	// the end of a stream are not delayed; the text is the same. 0 wakes
-	// it after every step.
+	// it after every step. Past 64 requests the spacing grows in
+	// proportion (infer.streamSpacing), so the pipeline's work per ring,
+	// which grows with the streams, stays bounded.
 	StreamInterval Duration `json:"stream_interval"`
 	// Pooling is how /v1/embeddings pools the final hidden states: auto
 	// (the model's sentence-transformers or GGUF pooling config; a model
@@ -249,4 +251,28 @@ func DefaultConfig() Config {
 // shorter, so an idle loop still turns well within it.
 func (c *Config) IdleWait() time.Duration {
 	return min(200*time.Millisecond, c.StallTimeout.D()/4)
+}
+
+// PacedStreams is how many streams one hand-over of generated tokens per
+// StreamInterval is sized for: with more, hand-overs are spaced further
+// apart in proportion (StreamSpacing).
+const PacedStreams = 64
+
+// StreamSpacing is the least time between two hand-overs of a stream's
+// generated tokens to the pipeline while n requests run: interval
+// (StreamInterval), stretched by n/PacedStreams beyond PacedStreams. A
+// hand-over costs work per stream with new tokens (the detokenizer's
+// pass, the apiserver's write, the client's read: 20-50 µs each on the
+// 2-core dev box), so at a fixed spacing that work grows with n until, at
+// 256 streams of stories260K, where a step outlasts the interval and every
+// step was handed over, it took a quarter of the step from the model's
+// threads (issue 25). Spacing in proportion to n bounds it to about one
+// 64-stream hand-over per interval; each stream then gets its tokens in
+// chunks, at most n/PacedStreams x interval apart (40 ms at 256 streams by
+// default). interval 0 hands over after every step.
+func StreamSpacing(interval time.Duration, n int) time.Duration {
+	if n <= PacedStreams {
+		return interval
+	}
+	return interval * time.Duration(n) / PacedStreams
 }

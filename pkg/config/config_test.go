@@ -312,3 +312,24 @@ func TestFlagStyleAndSuggestion(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamSpacing(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		interval time.Duration
+		n        int
+		want     time.Duration
+	}{
+		{10 * ms, 0, 10 * ms},
+		{10 * ms, 1, 10 * ms},
+		{10 * ms, PacedStreams, 10 * ms},
+		{10 * ms, 2 * PacedStreams, 20 * ms},
+		{10 * ms, 256, 40 * ms},
+		{10 * ms, 96, 15 * ms},
+		{0, 256, 0}, // a hand-over per step stays a hand-over per step
+	} {
+		if got := StreamSpacing(tc.interval, tc.n); got != tc.want {
+			t.Errorf("StreamSpacing(%v, %d) = %v, want %v", tc.interval, tc.n, got, tc.want)
+		}
+	}
+}

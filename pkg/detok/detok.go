@@ -75,7 +75,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer region.Close()
-	w, err := NewWorker(region, tok, Options{EOS: cfg.EosID, Log: log, IdleWait: cfg.IdleWait()})
+	w, err := NewWorker(region, tok, Options{EOS: cfg.EosID, Log: log, IdleWait: cfg.IdleWait(),
+		StreamInterval: cfg.StreamInterval.D()})
 	if err != nil {
 		return err
 	}
@@ -101,6 +102,10 @@ type Options struct {
 	// IdleWait bounds a sleep on the doorbell when no piece waits for
 	// room (config.IdleWait); 0 is idleWait.
 	IdleWait time.Duration
+	// StreamInterval paces the hand-over of each stream's tokens to the
+	// apiserver (config.StreamSpacing); 0 hands over whatever is
+	// published at every pass.
+	StreamInterval time.Duration
 }
 
 // Worker decodes the live slots of a region. Run and Pass must be called
@@ -121,6 +126,10 @@ type Worker struct {
 	// blocked: the last pass left a piece for want of room in a text
 	// queue (the apiserver rings no bell when it makes room).
 	blocked bool
+	// streamInterval is Options.StreamInterval; held: the last pass left a
+	// stream's published tokens for a later hand-over (Pass).
+	streamInterval time.Duration
+	held           bool
 }
 
 // dslot is a slot being decoded.
@@ -131,13 +140,14 @@ type dslot struct {
 	skipSpecial bool
 	stops       []string
 	maxStop     int
-	tail        string // recent text, for stop strings spanning pieces
+	tail        string    // recent text, for stop strings spanning pieces
+	handedOver  time.Time // when a pass last queued pieces
 }
 
 // NewWorker takes the detokenizer role in region (bumping its epoch).
 func NewWorker(region *shm.Region, tok Tokenizer, o Options) (*Worker, error) {
 	w := &Worker{region: region, tok: tok, log: o.Log, eos: map[int32]bool{},
-		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}, idleWait: o.IdleWait}
+		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}, idleWait: o.IdleWait, streamInterval: o.StreamInterval}
 	if w.idleWait <= 0 {
 		w.idleWait = idleWait
 	}
@@ -211,12 +221,26 @@ func (w *Worker) Run(ctx context.Context) error {
 		if w.blocked {
 			wait = min(wait, idleWait)
 		}
+		if w.held {
+			// infer rings at least this often while it publishes; this
+			// bounds the hold should it stop (a restart).
+			wait = min(wait, config.StreamSpacing(w.streamInterval, len(w.slots)))
+		}
 		bell.Wait(seen, wait)
 	}
 }
 
 // Pass takes new slots, decodes every tracked slot as far as it can, and
 // wakes the apiserver if any text was queued.
+//
+// A stream whose tokens were handed over less than 3/4 of
+// config.StreamSpacing ago keeps its new tokens for a later pass unless it
+// has finished or nothing of it was handed over yet. infer already rings
+// for tokens alone at that spacing, but it rings at once for any request's
+// first token or end, and with requests arriving and ending at every step
+// (hundreds of streams) those rings would hand every stream's tokens over
+// at every step: a write to the client and a read by it per token. The
+// quarter of slack absorbs the wake-up jitter between infer's paced rings.
 func (w *Worker) Pass() {
 	for drained := false; !drained; {
 		select {
@@ -230,9 +254,18 @@ func (w *Worker) Pass() {
 		w.scan()
 	}
 	pushed := false
-	w.blocked = false
+	w.blocked, w.held = false, false
+	now := time.Now()
+	hold := config.StreamSpacing(w.streamInterval, len(w.slots)) * 3 / 4
 	for i, d := range w.slots {
+		if hold > 0 && now.Sub(d.handedOver) < hold && d.holdable() {
+			w.held = true
+			continue
+		}
 		p, done := w.decode(d)
+		if p {
+			d.handedOver = now
+		}
 		pushed = pushed || p
 		if done {
 			delete(w.slots, i)
@@ -305,6 +338,18 @@ func (w *Worker) track(index int, gen uint32) {
 		}
 	}
 	w.slots[index] = d
+}
+
+// holdable reports whether d's published tokens may wait for a later
+// pass: it has new ones, it has handed some over already, and it has not
+// finished (an end, an abort or a reused slot goes at once).
+func (d *dslot) holdable() bool {
+	s := d.s
+	if st, g := s.Load(); g != d.gen || !live(st) || s.DetokDone.Load() != 0 {
+		return false
+	}
+	emitted := s.EmittedOutLen.Load()
+	return emitted > 0 && s.CandetokenOutLen.Load() > emitted && shm.FinishStatus(s.FinishStatus.Load()) == shm.FinishNone
 }
 
 // decode queues the pieces of the tokens published since the last pass. It

@@ -240,3 +240,52 @@ func TestTrackIgnoresStale(t *testing.T) {
 		t.Errorf("scan tracked %d slots, want 1", w.Tracked())
 	}
 }
+
+// TestHandOverPacing: with a stream interval, a stream's first token and
+// its end are handed over at once and the tokens between wait for the
+// interval; with none, every pass hands over what was published.
+func TestHandOverPacing(t *testing.T) {
+	tok := loadTokenizer(t)
+	ids := tok.Encode("Once upon a time, there was a little girl", false)
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     []int // pieces queued after token i+1 was published
+	}{
+		{"every pass", 0, []int{1, 1, 1, 1, 1, 1}},
+		{"first and last at once, the rest held", time.Hour, []int{1, 0, 0, 0, 0, 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegion(t, 4096)
+			outs := ids[:len(tc.want)]
+			s, _ := running(t, r, []int32{1}, uint32(len(outs)))
+			w, err := NewWorker(r, tok, Options{EOS: []int{2}, Log: zerolog.Nop(), StreamInterval: tc.interval})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd := &reader{}
+			var got []int
+			for i, id := range outs {
+				s.SetOutput(i, id)
+				st := shm.FinishNone
+				if i == len(outs)-1 {
+					st = shm.FinishLength
+				}
+				s.Publish(uint32(i+1), st)
+				w.Pass()
+				before := len(rd.pieces)
+				rd.drain(t, s)
+				got = append(got, len(rd.pieces)-before)
+				if held := i > 0 && i < len(outs)-1 && tc.interval > 0; w.held != held {
+					t.Errorf("after token %d: held %v, want %v", i+1, w.held, held)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("pieces per pass %v, want %v", got, tc.want)
+			}
+			if want := tok.Decode(outs, true); rd.text() != want || !rd.final {
+				t.Errorf("text %q (final %v), want %q", rd.text(), rd.final, want)
+			}
+		})
+	}
+}

@@ -525,15 +525,17 @@ func (w *Worker) collect(outs []engine.Output) {
 
 // wake rings the detokenizer (new tokens or finishes) and the router (a
 // request was released), each at most once per iteration. Tokens alone
-// wait up to StreamInterval (now is the iteration's time): at one stream
+// wait up to StreamInterval, or longer past config.PacedStreams requests
+// (config.StreamSpacing; now is the iteration's time): at one stream
 // of a model whose step takes a few ms, a ring per step costs a wake-up of
 // the detokenizer, the apiserver and the client per token (~0.5 ms of CPU
 // on the 2-core dev box, taken from infer's workers when --threads fills
 // the cores), where one ring per interval carries several steps' tokens
 // through each in one go. An idle engine (nothing more is coming), a
-// request's first token and a request's end ring at once.
+// request's first token and a request's end ring at once; the
+// detokenizer then hands over only the streams that are due (detok.Pass).
 func (w *Worker) wake(now time.Time, idle bool) {
-	if w.ringDetok && (w.detokNow || idle || now.Sub(w.lastDetok) >= w.o.StreamInterval) {
+	if w.ringDetok && (w.detokNow || idle || now.Sub(w.lastDetok) >= config.StreamSpacing(w.o.StreamInterval, len(w.live))) {
 		w.region.Bell(w.detok).Ring()
 		w.ringDetok, w.detokNow, w.lastDetok = false, false, now
 	}
