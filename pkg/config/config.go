@@ -136,7 +136,7 @@ type Config struct {
 	// end and an idle engine wake it at once, so time to first token and
 	// the end of a stream are not delayed; the text is the same. 0 wakes
 	// it after every step. Past 64 requests the spacing grows in
-	// proportion (infer.streamSpacing), so the pipeline's work per ring,
+	// proportion (StreamSpacing), so the pipeline's work per ring,
 	// which grows with the streams, stays bounded.
 	StreamInterval Duration `json:"stream_interval"`
 	// Pooling is how /v1/embeddings pools the final hidden states: auto

@@ -340,14 +340,21 @@ func (w *Worker) track(index int, gen uint32) {
 	w.slots[index] = d
 }
 
+// over reports whether d needs no more decoding: its slot was reused or
+// is no longer live, or its last piece is queued.
+func (d *dslot) over() bool {
+	st, g := d.s.Load()
+	return g != d.gen || !live(st) || d.s.DetokDone.Load() != 0
+}
+
 // holdable reports whether d's published tokens may wait for a later
 // pass: it has new ones, it has handed some over already, and it has not
 // finished (an end, an abort or a reused slot goes at once).
 func (d *dslot) holdable() bool {
-	s := d.s
-	if st, g := s.Load(); g != d.gen || !live(st) || s.DetokDone.Load() != 0 {
+	if d.over() {
 		return false
 	}
+	s := d.s
 	emitted := s.EmittedOutLen.Load()
 	return emitted > 0 && s.CandetokenOutLen.Load() > emitted && shm.FinishStatus(s.FinishStatus.Load()) == shm.FinishNone
 }
@@ -357,7 +364,7 @@ func (d *dslot) holdable() bool {
 // more work (its last piece is queued, or it was reused).
 func (w *Worker) decode(d *dslot) (pushed, done bool) {
 	s := d.s
-	if st, g := s.Load(); g != d.gen || !live(st) || s.DetokDone.Load() != 0 {
+	if d.over() {
 		return false, true
 	}
 	// candetoken_out_len first: the tokens and the finish fields stored

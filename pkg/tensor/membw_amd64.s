@@ -11,6 +11,17 @@
 	VPXOR Y6, Y6, Y6 \
 	VPXOR Y7, Y7, Y7
 
+// READSUM_256 adds the 256 bytes at off(SI) into the accumulators.
+#define READSUM_256(off) \
+	VPADDQ off+0(SI), Y0, Y0   \
+	VPADDQ off+32(SI), Y1, Y1  \
+	VPADDQ off+64(SI), Y2, Y2  \
+	VPADDQ off+96(SI), Y3, Y3  \
+	VPADDQ off+128(SI), Y4, Y4 \
+	VPADDQ off+160(SI), Y5, Y5 \
+	VPADDQ off+192(SI), Y6, Y6 \
+	VPADDQ off+224(SI), Y7, Y7
+
 // READSUM_TOTAL adds up the accumulators' 32 words into AX (the caller
 // stores the result itself, where go vet's asmdecl sees it).
 #define READSUM_TOTAL \
@@ -37,14 +48,7 @@ TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
 	READSUM_ZERO
 
 rsloop:
-	VPADDQ (SI), Y0, Y0
-	VPADDQ 32(SI), Y1, Y1
-	VPADDQ 64(SI), Y2, Y2
-	VPADDQ 96(SI), Y3, Y3
-	VPADDQ 128(SI), Y4, Y4
-	VPADDQ 160(SI), Y5, Y5
-	VPADDQ 192(SI), Y6, Y6
-	VPADDQ 224(SI), Y7, Y7
+	READSUM_256(0)
 	ADDQ   $256, SI
 	SUBQ   $256, CX
 	JNE    rsloop
@@ -66,38 +70,10 @@ TEXT ·readSumFarAVX2(SB), NOSPLIT, $0-24
 
 rfloop:
 	PREFETCHT0 16384(SI)
-	VPADDQ     (SI), Y0, Y0
-	VPADDQ     32(SI), Y1, Y1
-	VPADDQ     64(SI), Y2, Y2
-	VPADDQ     96(SI), Y3, Y3
-	VPADDQ     128(SI), Y4, Y4
-	VPADDQ     160(SI), Y5, Y5
-	VPADDQ     192(SI), Y6, Y6
-	VPADDQ     224(SI), Y7, Y7
-	VPADDQ     256(SI), Y0, Y0
-	VPADDQ     288(SI), Y1, Y1
-	VPADDQ     320(SI), Y2, Y2
-	VPADDQ     352(SI), Y3, Y3
-	VPADDQ     384(SI), Y4, Y4
-	VPADDQ     416(SI), Y5, Y5
-	VPADDQ     448(SI), Y6, Y6
-	VPADDQ     480(SI), Y7, Y7
-	VPADDQ     512(SI), Y0, Y0
-	VPADDQ     544(SI), Y1, Y1
-	VPADDQ     576(SI), Y2, Y2
-	VPADDQ     608(SI), Y3, Y3
-	VPADDQ     640(SI), Y4, Y4
-	VPADDQ     672(SI), Y5, Y5
-	VPADDQ     704(SI), Y6, Y6
-	VPADDQ     736(SI), Y7, Y7
-	VPADDQ     768(SI), Y0, Y0
-	VPADDQ     800(SI), Y1, Y1
-	VPADDQ     832(SI), Y2, Y2
-	VPADDQ     864(SI), Y3, Y3
-	VPADDQ     896(SI), Y4, Y4
-	VPADDQ     928(SI), Y5, Y5
-	VPADDQ     960(SI), Y6, Y6
-	VPADDQ     992(SI), Y7, Y7
+	READSUM_256(0)
+	READSUM_256(256)
+	READSUM_256(512)
+	READSUM_256(768)
 	ADDQ       $1024, SI
 	SUBQ       $1024, CX
 	JNE        rfloop
