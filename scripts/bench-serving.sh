@@ -143,7 +143,7 @@ for name in $MODELS; do
 				--num_prompts "$n" --json "$work/bench.json" "${cprof[@]}" >"$work/bench.log" 2>&1 ||
 				{ log "bench failed:"; tail -20 "$work/bench.log" >&2; exit 1; }
 			read -r u sy <"$work/cpu"
-			record server "$name" "$s" "$(jq -c --argjson cpu "$(jq -n "$u + $sy")" '{output_throughput, mean_tpot_ms,
+			record server "$name" "$s" "$(jq -c --argjson cpu "$(jq -n "$u + $sy")" '{output_throughput, mean_tpot_ms, mean_ttft_ms,
 				median_tpot_ms, duration, completed, failed, total_output_tokens, client_cpu_s: $cpu}' "$work/bench.json")"
 		done
 	done

@@ -71,6 +71,7 @@ func newBenchEngineCmd() *cobra.Command {
 	f.IntVar(&o.GenTokens, "gen_tokens", 64, "tokens generated per sequence in the decode tests")
 	f.IntSliceVar(&o.Sequences, "sequences", []int{1, 4, 16}, "decode tests with this many sequences at once")
 	f.IntVar(&o.Context, "context", 0, "also measure decode after a prompt of this many tokens (1 sequence and the largest --sequences count)")
+	f.BoolVar(&o.Churn, "churn", false, "with --context: first run short requests through each long-context test's engine until every KV slot has been used, as in a server that has been running")
 	f.IntVar(&o.PrefillChunk, "prefill_chunk", 512, "prompt chunk of the prefill tests (llama.cpp's default n_ubatch, which bench.mjs and longctx.mjs use)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&o.MmapWeights, "mmap_weights", false, "compute from the file mapping instead of huge-page copies of the weights")

@@ -22,6 +22,11 @@ type BenchOptions struct {
 	// Context-token prompt, then timed generating GenTokens tokens
 	// (longctx.mjs's decode_tok_s_at_P for S = 1).
 	Context int
+	// Churn, with Context, first runs short requests through the engine of
+	// each long-context test until they have used every KV slot, so that
+	// the long prompts are placed in a pool laid out as a serving
+	// process's is after a while rather than a fresh one.
+	Churn bool
 	// PrefillChunk is the prompt chunk (Options.BatchMaxTokens) of the
 	// prefill tests; 0 is 512, llama.cpp's default n_ubatch, which
 	// bench.mjs and longctx.mjs run with.
@@ -74,6 +79,9 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 		if s < 1 {
 			return nil, fmt.Errorf("bench: sequence count %d must be >= 1", s)
 		}
+	}
+	if o.Churn && o.Context <= 0 {
+		return nil, fmt.Errorf("bench: --churn applies to the long-context tests: it needs --context")
 	}
 	vocab := m.Config().Vocab
 	prompt := benchPrompt(o.PromptTokens, vocab)
@@ -140,8 +148,12 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 			prompts[i] = prompt
 		}
 		per := o.Context + o.GenTokens + 8
-		r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * per, MaxReqTotalLen: per,
-			BatchMaxTokens: o.prefillChunk(), DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
+		var before func(*Engine) error
+		if o.Churn {
+			before = func(e *Engine) error { return churn(ctx, e) }
+		}
+		r, err := benchRunAfter(ctx, m, Options{MaxTotalTokens: s * per, MaxReqTotalLen: per,
+			BatchMaxTokens: o.prefillChunk(), DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy, before)
 		if err != nil {
 			return err
 		}
@@ -154,6 +166,37 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 		}
 	}
 	res["context"] = float64(o.Context)
+	if o.Churn {
+		res["churned"] = 1
+	}
+	return nil
+}
+
+// churn runs short requests (a 64-token prompt, 32 generated tokens) through
+// e, two arriving per step, until they have taken as many KV slots as the
+// pool holds, and then until they are done: their decode slots were
+// handed out step by step among each other's, as a server's are.
+func churn(ctx context.Context, e *Engine) error {
+	const promptLen, gen = 64, 32
+	p := sampler.DefaultParams()
+	p.IgnoreEOS, p.MaxNewTokens = true, gen
+	prompt := benchPrompt(min(promptLen, e.opts.MaxReqTotalLen-gen), e.cfg.Vocab)
+	id := uint64(1 << 62) // apart from the measured requests' ids
+	for taken := 0; taken < e.pool.Size() || e.HasWork(); {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bench interrupted: %w", err)
+		}
+		for k := 0; k < 2 && taken < e.pool.Size(); k++ {
+			if err := e.Add(Request{ID: id, Prompt: prompt, Params: p}); err != nil {
+				return fmt.Errorf("bench: churn: %w", err)
+			}
+			id++
+			taken += len(prompt) + gen
+		}
+		if _, err := e.Step(); err != nil {
+			return fmt.Errorf("bench: churn: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -166,9 +209,21 @@ type benchResult struct {
 
 // benchRun runs prompts to completion on a fresh engine and times it.
 func benchRun(ctx context.Context, m Forwarder, opts Options, prompts [][]int32, p sampler.Params) (benchResult, error) {
+	return benchRunAfter(ctx, m, opts, prompts, p, nil)
+}
+
+// benchRunAfter is benchRun with before, when not nil, run on the engine
+// first, untimed.
+func benchRunAfter(ctx context.Context, m Forwarder, opts Options, prompts [][]int32, p sampler.Params, before func(*Engine) error) (benchResult, error) {
 	e, err := New(m, opts)
 	if err != nil {
 		return benchResult{}, fmt.Errorf("bench: %w", err)
+	}
+	if before != nil {
+		if err := before(e); err != nil {
+			return benchResult{}, err
+		}
+		e.stats = Stats{} // the timed run's counters only
 	}
 	start := time.Now()
 	for i, pr := range prompts {

@@ -51,7 +51,17 @@ func TestBenchReportsEveryRate(t *testing.T) {
 			t.Errorf("%s = %v (present %v)", k, v, ok)
 		}
 	}
-	for _, bad := range []BenchOptions{{PromptTokens: 0, GenTokens: 1, Sequences: []int{1}}, {PromptTokens: 1, GenTokens: 1}, {PromptTokens: 1, GenTokens: 1, Sequences: []int{0}}} {
+	res, err = Bench(context.Background(), nullModel{vocab: 64}, BenchOptions{PromptTokens: 4, GenTokens: 8, Sequences: []int{2}, Context: 200, Churn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"decode_ctx_tok_s_x1", "decode_ctx_tok_s_x2", "churned"} {
+		if v, ok := res[k]; !ok || !(v > 0) {
+			t.Errorf("churned long context: %s = %v (present %v)", k, v, ok)
+		}
+	}
+	for _, bad := range []BenchOptions{{PromptTokens: 0, GenTokens: 1, Sequences: []int{1}}, {PromptTokens: 1, GenTokens: 1}, {PromptTokens: 1, GenTokens: 1, Sequences: []int{0}},
+		{PromptTokens: 1, GenTokens: 1, Sequences: []int{1}, Churn: true}} {
 		if _, err := Bench(context.Background(), nullModel{vocab: 64}, bad); err == nil {
 			t.Errorf("%+v: want error", bad)
 		}

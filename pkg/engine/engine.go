@@ -42,6 +42,15 @@ type Options struct {
 	// MaxRunningReqs caps the requests holding KV at once (running_max_req_size);
 	// 0 means no cap beyond KV memory.
 	MaxRunningReqs int
+	// PrefillWaitSteps > 0 is LightLLM's non-aggressive schedule
+	// (--disable_aggressive_schedule with --router_max_wait_tokens): a step
+	// computes prompt chunks only once this many steps without any have run
+	// since the last one that did, or when no request has a token to decode.
+	// Prompts that arrive meanwhile wait and are prefilled together, so the
+	// running requests' decode is interrupted less often, at the cost of
+	// their time to first token. 0 (the default, LightLLM's aggressive
+	// schedule) prefills whatever has arrived at every step.
+	PrefillWaitSteps int
 	// PausedHeadroomSteps: a paused request is resumed only when the free KV
 	// also covers this many decode steps of every running request, plus one
 	// per generated token it replays (one a step), so that it is not evicted
@@ -83,6 +92,12 @@ type Engine struct {
 	reqs        map[uint64]*reqState
 	running     []*reqState // sorted by arrival
 	waiting     []*reqState // sorted by arrival: paused requests and new ones
+
+	// sincePrefill counts the steps run since the last one that computed a
+	// prompt chunk (Options.PrefillWaitSteps); stepPrefill is whether the
+	// step being planned computes one.
+	sincePrefill int
+	stepPrefill  bool
 
 	// chunk is the prefill chunk of one request: ChunkedPrefillSize, at
 	// most the step budget so that a whole chunk always fits a step.
@@ -175,6 +190,8 @@ func New(m Forwarder, opts Options) (*Engine, error) {
 			opts.MaxReqTotalLen, opts.MaxTotalTokens)
 	case opts.MaxRunningReqs < 0 || opts.PausedHeadroomSteps < 0:
 		return nil, fmt.Errorf("engine: negative max_running_reqs or paused_headroom_steps")
+	case opts.PrefillWaitSteps < 0:
+		return nil, fmt.Errorf("engine: prefill_wait_steps %d must be >= 0", opts.PrefillWaitSteps)
 	}
 	pool, err := kvcache.NewPool(opts.MaxTotalTokens)
 	if err != nil {
@@ -200,7 +217,7 @@ func New(m Forwarder, opts Options) (*Engine, error) {
 		// with a held global slot (the same position of the same owner), so
 		// the local pool is never short where the global one is not, and
 		// admission need not count it (the store's memory follows use).
-		if e.lpool, err = kvcache.NewPool(opts.MaxTotalTokens); err != nil {
+		if e.lpool, err = kvcache.NewCompactPool(opts.MaxTotalTokens); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
 		e.window = wk.LocalWindow()

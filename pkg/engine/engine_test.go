@@ -405,7 +405,8 @@ func TestRandomLoad(t *testing.T) {
 		f := enginetest.NewFakeModel(100, 128)
 		pool := 40 + rng.IntN(200)
 		e := newEngine(t, f, engine.Options{MaxTotalTokens: pool, MaxReqTotalLen: min(pool, 128),
-			ChunkedPrefillSize: 1 + rng.IntN(20), BatchMaxTokens: 1 + rng.IntN(40), PausedHeadroomSteps: 1 + rng.IntN(4)})
+			ChunkedPrefillSize: 1 + rng.IntN(20), BatchMaxTokens: 1 + rng.IntN(40), PausedHeadroomSteps: 1 + rng.IntN(4),
+			PrefillWaitSteps: rng.IntN(4)})
 		type spec struct {
 			prompt []int32
 			params sampler.Params
@@ -677,5 +678,75 @@ func TestNoLogProb(t *testing.T) {
 		if lps[1][i] >= 0 || lps[2][i] != 0 || lps[3][i] >= 0 {
 			t.Fatalf("token %d: log-probabilities %v (computed), %v (skipped), %v (sampled, kept)", i, lps[1][i], lps[2][i], lps[3][i])
 		}
+	}
+}
+
+// TestPrefillWaitSteps: under the non-aggressive schedule a step with prompt
+// chunks comes only after PrefillWaitSteps steps without any while
+// something decodes, so prompts arriving one a step are prefilled in
+// groups; with 0 each is prefilled in the step after it arrives. The
+// tokens are the same either way.
+func TestPrefillWaitSteps(t *testing.T) {
+	const arrivals = 24
+	for _, wait := range []int{0, 1, 3, 8} {
+		t.Run(fmt.Sprint("wait=", wait), func(t *testing.T) {
+			f, ref := enginetest.NewFakeModel(100, 512), enginetest.NewFakeModel(100, 512)
+			type step struct{ prompts, decodes int }
+			var steps []step
+			f.OnForward = func(b *engine.Batch) {
+				var s step
+				for _, q := range b.Seqs {
+					if q.Len > 1 { // every prompt here is longer than one token and fits one chunk
+						s.prompts++
+					} else {
+						s.decodes++
+					}
+				}
+				steps = append(steps, s)
+			}
+			e := newEngine(t, f, engine.Options{PrefillWaitSteps: wait, DisablePromptCache: true, MaxTotalTokens: 2048, MaxReqTotalLen: 512})
+			want := map[uint64][]int32{}
+			res := map[uint64][]int32{}
+			for id := uint64(0); e.HasWork() || id < arrivals; {
+				if id < arrivals {
+					p := prompt(int(id), 3+int(id)%5)
+					want[id] = ref.Greedy(p, 30)
+					if err := e.Add(engine.Request{ID: id, Prompt: p, Params: greedy(30)}); err != nil {
+						t.Fatal(err)
+					}
+					id++
+				}
+				outs, err := e.Step()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range outs {
+					res[o.ID] = append(res[o.ID], o.Token)
+				}
+			}
+			for id, w := range want {
+				if !slices.Equal(res[id], w) {
+					t.Fatalf("request %d: %v, want %v", id, res[id], w)
+				}
+			}
+			since, prefills := wait, 0
+			for i, s := range steps {
+				if s.prompts == 0 {
+					since++
+					continue
+				}
+				prefills++
+				if s.decodes > 0 && since < wait {
+					t.Fatalf("step %d: prompts after %d steps without, while %d requests decode (wait %d)", i, since, s.decodes, wait)
+				}
+				since = 0
+			}
+			switch {
+			case wait == 0 && prefills != arrivals:
+				t.Fatalf("aggressive: %d arrivals prefilled in %d steps", arrivals, prefills)
+			case wait > 0 && prefills > 1+(arrivals-1+wait)/(wait+1): // the first alone, then one per wait+1 arrivals
+				t.Fatalf("wait %d: %d arrivals prefilled in %d steps", wait, arrivals, prefills)
+			}
+		})
 	}
 }

@@ -38,6 +38,11 @@ func (e *Engine) Step() ([]Output, error) {
 			len(e.batch.Tokens), len(e.batch.Seqs), err)
 	}
 	e.stats.ForwardTime += time.Since(fwd)
+	if e.stepPrefill {
+		e.sincePrefill = 0
+	} else {
+		e.sincePrefill++
+	}
 	err := e.collect()
 	if err != nil {
 		e.fault = err
@@ -58,12 +63,42 @@ func (e *Engine) Step() ([]Output, error) {
 // the step's budget or free KV: the model rounds a chunk by its size, so a
 // request whose chunks depended on the load would get load-dependent
 // tokens. A chunk that does not fit waits for a later step.
+//
+// Under the non-aggressive schedule (Options.PrefillWaitSteps) a step whose
+// turn for prompts has not come is planned with no prefill budget: only
+// the tokens to decode run, and the prompts wait. Should nothing be left
+// to run that way (the decoding requests paused for KV), the step takes
+// the prompts after all, so the engine never idles with work.
 func (e *Engine) plan() error {
+	gated := e.opts.PrefillWaitSteps > 0 && e.sincePrefill < e.opts.PrefillWaitSteps && e.decoding()
+	if err := e.planWith(gated); err != nil || !gated || len(e.batch.Seqs) > 0 {
+		return err
+	}
+	return e.planWith(false)
+}
+
+// decoding reports whether a running request has a token to decode (or a
+// generated one to replay) rather than a prompt chunk to compute.
+func (e *Engine) decoding() bool {
+	for _, r := range e.running {
+		if r.kvLen >= r.promptLen {
+			return true
+		}
+	}
+	return false
+}
+
+// planWith is plan's pass; gated leaves the prompts out.
+func (e *Engine) planWith(gated bool) error {
 	b := &e.batch
 	b.Tokens, b.Positions, b.Seqs = b.Tokens[:0], b.Positions[:0], b.Seqs[:0]
 	e.batchReqs, e.logits = e.batchReqs[:0], e.logits[:0]
+	e.stepPrefill = false
 	rowsUsed := 0
 	budget := e.opts.BatchMaxTokens
+	if gated {
+		budget = 0
+	}
 	reserved := 0 // slots still to be allocated by admitted requests still prefilling or replaying
 
 	for i := 0; i < len(e.running); i++ {
@@ -98,6 +133,7 @@ func (e *Engine) plan() error {
 		}
 		if prefill {
 			budget -= n
+			e.stepPrefill = true
 		}
 		reserved += len(r.tokens) - len(r.slots)
 		rowsUsed = e.addSeq(r, n, rowsUsed)
@@ -138,6 +174,7 @@ func (e *Engine) plan() error {
 		e.running = insertByArrival(e.running, r)
 		if prefill {
 			budget -= n
+			e.stepPrefill = true
 		}
 		reserved += len(r.tokens) - len(r.slots)
 		rowsUsed = e.addSeq(r, n, rowsUsed)

@@ -82,6 +82,7 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 		MaxReqTotalLen:     cfg.MaxReqTotalLen,
 		MaxRunningReqs:     cfg.RunningMaxReqSize,
 		DisablePromptCache: cfg.DisableDynamicPromptCache,
+		PrefillWaitSteps:   prefillWaitSteps(cfg),
 		Logger:             log,
 	})
 	if err != nil {
@@ -93,6 +94,17 @@ func NewExecutor(cfg *config.Config, log zerolog.Logger) (Executor, func(), erro
 	log.Info().Str("backend", cfg.Backend).Str("arch", mc.Arch).Int("vocab", mc.Vocab).Int("max_total_tokens", cfg.MaxTotalTokenNum).
 		Ints32("eos", mc.EOS).Msg("engine ready")
 	return eng, closeFn, nil
+}
+
+// prefillWaitSteps is the engine's non-aggressive schedule: with
+// --disable_aggressive_schedule, LightLLM's infer runs at least
+// router_max_wait_tokens decode steps (at least one) between prefills
+// while anything decodes; by default it prefills whatever is waiting.
+func prefillWaitSteps(cfg *config.Config) int {
+	if !cfg.DisableAggressiveSchedule {
+		return 0
+	}
+	return max(1, cfg.RouterMaxWaitTokens)
 }
 
 // embedOptions is the engine's pooling for embedding requests, from

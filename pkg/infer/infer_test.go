@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/engine"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
@@ -293,5 +294,20 @@ func TestStreamIntervalRings(t *testing.T) {
 				t.Fatalf("rung after each token's step: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPrefillWaitSteps: --disable_aggressive_schedule turns
+// --router_max_wait_tokens into the engine's steps between prefills (at
+// least one, as LightLLM's ControlState); by default there are none.
+func TestPrefillWaitSteps(t *testing.T) {
+	cfg := config.DefaultConfig()
+	// disable_aggressive_schedule (0/1), router_max_wait_tokens, want
+	for _, c := range [][3]int{{0, 6, 0}, {1, 0, 1}, {1, 1, 1}, {1, 6, 6}} {
+		cfg.DisableAggressiveSchedule, cfg.RouterMaxWaitTokens = c[0] == 1, c[1]
+		if got := prefillWaitSteps(&cfg); got != c[2] {
+			t.Errorf("disable_aggressive_schedule %v, router_max_wait_tokens %d: %d steps, want %d",
+				cfg.DisableAggressiveSchedule, c[1], got, c[2])
+		}
 	}
 }

@@ -6,12 +6,13 @@
 // Slots are reference counted so that a radix prompt cache can share one
 // slot between the tree and the requests that matched it: Alloc hands out
 // slots with one reference, Retain adds one, Free drops one and the slot
-// returns to the free stack when the last reference goes.
+// is free again when the last reference goes.
 package kvcache
 
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 )
 
@@ -22,25 +23,61 @@ var (
 	ErrDoubleFree = errors.New("kvcache: slot is not allocated (double free)")
 )
 
-// Pool hands out slot indexes in [0, Size). Alloc and Free are O(tokens).
-// A Pool is safe for concurrent use: the engine allocates from its step loop
-// while other goroutines may read the counters.
+// Pool hands out slot indexes in [0, Size). A Pool is safe for concurrent
+// use: the engine allocates from its step loop while other goroutines may
+// read the counters.
+//
+// Where a slot lies does not change any number (attention reads a
+// request's keys in the order of its slot list), but it decides how fast
+// they are read: a request whose keys lie in one ascending run is read as
+// a stream the hardware prefetcher follows, one whose keys are scattered
+// over the pool costs a cache miss per key. So AllocAppend places slots
+// where they extend the run the request already ends with, and otherwise
+// takes the first free slots at a roving cursor (next fit), which it then
+// moves past a gap (growGap) so that the request can keep growing in place
+// while the next one is placed further on. Freed runs come back as runs;
+// only when the pool is nearly full do requests' slots interleave.
+//
+// A compact pool (NewCompactPool) instead hands out the lowest free slots,
+// for a store whose memory grows with the highest slot in use.
 type Pool struct {
-	mu   sync.Mutex
-	free []int32 // stack of free slots; the top is free[len(free)-1]
-	ref  []int32 // references held on each slot; 0 = free
+	mu      sync.Mutex
+	ref     []int32  // references held on each slot; 0 = free
+	free    []uint64 // bit s%64 of free[s/64] set: slot s is free
+	nfree   int
+	cursor  int  // where the next placement looks first
+	compact bool // lowest free slots first, no runs
 }
+
+// growGap is the free slots a placement leaves ahead of a request for its
+// next tokens: 64 tokens of generation in place before it has to start a
+// new run.
+const growGap = 64
 
 // NewPool returns a pool of size slots, all free.
 func NewPool(size int) (*Pool, error) {
 	if size <= 0 || size > 1<<31-1 {
 		return nil, fmt.Errorf("kvcache: pool size %d out of range (1..%d)", size, 1<<31-1)
 	}
-	p := &Pool{free: make([]int32, size), ref: make([]int32, size)}
-	// Lowest index on top so a fresh pool hands out 0, 1, 2, ... (easier to read in logs).
+	p := &Pool{ref: make([]int32, size), free: make([]uint64, (size+63)/64), nfree: size}
 	for i := range p.free {
-		p.free[i] = int32(size - 1 - i)
+		p.free[i] = ^uint64(0)
 	}
+	if tail := size % 64; tail != 0 {
+		p.free[len(p.free)-1] = 1<<tail - 1
+	}
+	return p, nil
+}
+
+// NewCompactPool returns a pool of size slots, all free, that hands out the
+// lowest free slots (the sliding-window layers' local slots: their store
+// holds slots up to the highest in use).
+func NewCompactPool(size int) (*Pool, error) {
+	p, err := NewPool(size)
+	if err != nil {
+		return nil, err
+	}
+	p.compact = true
 	return p, nil
 }
 
@@ -51,14 +88,14 @@ func (p *Pool) Size() int { return len(p.ref) }
 func (p *Pool) FreeCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.free)
+	return p.nfree
 }
 
 // UsedCount is Size - FreeCount.
 func (p *Pool) UsedCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.ref) - len(p.free)
+	return len(p.ref) - p.nfree
 }
 
 // Alloc returns n newly allocated slots, each with one reference.
@@ -67,28 +104,82 @@ func (p *Pool) Alloc(n int) ([]int32, error) {
 }
 
 // AllocAppend allocates n slots and appends them to dst, so a caller that
-// keeps per-request slot slices allocates no memory in steady state. On error
-// dst is returned unchanged and nothing is allocated.
+// keeps per-request slot slices allocates no memory in steady state. dst is
+// the request's slots so far: the new ones continue its last slot's run
+// while the slots after it are free. On error dst is returned unchanged and
+// nothing is allocated.
 func (p *Pool) AllocAppend(dst []int32, n int) ([]int32, error) {
 	if n < 0 {
 		return dst, fmt.Errorf("kvcache: alloc of %d slots", n)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if n > len(p.free) {
-		return dst, fmt.Errorf("%w: want %d, free %d of %d", ErrNoSpace, n, len(p.free), len(p.ref))
+	if n > p.nfree {
+		return dst, fmt.Errorf("%w: want %d, free %d of %d", ErrNoSpace, n, p.nfree, len(p.ref))
 	}
-	top := len(p.free) - n
-	got := p.free[top:]
-	for _, s := range got {
-		p.ref[s] = 1
+	if len(dst) > 0 && !p.compact {
+		if last := dst[len(dst)-1]; last >= 0 {
+			for s := int(last) + 1; n > 0 && s < len(p.ref) && p.isFree(s); s++ {
+				p.take(s)
+				dst = append(dst, int32(s))
+				n--
+			}
+		}
 	}
-	// Hand out in stack order (top first) so a fresh pool yields ascending slots.
-	for i := len(got) - 1; i >= 0; i-- {
-		dst = append(dst, got[i])
+	if n == 0 {
+		return dst, nil
 	}
-	p.free = p.free[:top]
+	// Next fit: the free slots from the cursor on, wrapping once. nfree
+	// covers n, so the scan ends before it comes back to where it began.
+	s := p.cursor
+	if p.compact {
+		s = 0
+	}
+	for n > 0 {
+		s = p.nextFree(s)
+		p.take(s)
+		dst = append(dst, int32(s))
+		n--
+		s++
+	}
+	if !p.compact {
+		p.cursor = (s + growGap) % len(p.ref)
+	}
 	return dst, nil
+}
+
+// isFree reports whether slot s has no reference.
+func (p *Pool) isFree(s int) bool { return p.free[s/64]&(1<<(s%64)) != 0 }
+
+// take marks free slot s allocated with one reference.
+func (p *Pool) take(s int) {
+	p.free[s/64] &^= 1 << (s % 64)
+	p.nfree--
+	p.ref[s] = 1
+}
+
+// release marks slot s, whose last reference went, free.
+func (p *Pool) release(s int32) {
+	p.free[s/64] |= 1 << (s % 64)
+	p.nfree++
+}
+
+// nextFree is the first free slot at or after s, wrapping past the end;
+// the pool has one.
+func (p *Pool) nextFree(s int) int {
+	if s >= len(p.ref) {
+		s = 0
+	}
+	w := s / 64
+	m := p.free[w] &^ (1<<(s%64) - 1)
+	for m == 0 {
+		w++
+		if w == len(p.free) {
+			w = 0
+		}
+		m = p.free[w]
+	}
+	return w*64 + bits.TrailingZeros64(m)
 }
 
 // Free drops one reference on each slot; a slot whose count reaches zero is
@@ -111,7 +202,6 @@ func (p *Pool) FreeHeld(slots []int32) (int, error) {
 func (p *Pool) free1(slots []int32, skipHeld bool) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	mark := len(p.free)
 	for i, s := range slots {
 		if skipHeld && s == -1 {
 			continue
@@ -124,19 +214,23 @@ func (p *Pool) free1(slots []int32, skipHeld bool) (int, error) {
 			err = fmt.Errorf("%w: free slot %d", ErrDoubleFree, s)
 		}
 		if err != nil {
-			// Undo the decrements done so far: slots pushed on the stack since
-			// mark are exactly those that reached zero.
+			// Undo the decrements done so far: a slot that reached zero
+			// is allocated again.
 			for _, u := range slots[:i] {
-				if !skipHeld || u != -1 {
-					p.ref[u]++
+				if skipHeld && u == -1 {
+					continue
 				}
+				if p.ref[u] == 0 {
+					p.take(int(u))
+					continue
+				}
+				p.ref[u]++
 			}
-			p.free = p.free[:mark]
 			return 0, err
 		}
 		p.ref[s]--
 		if p.ref[s] == 0 {
-			p.free = append(p.free, s)
+			p.release(s)
 		}
 	}
 	if skipHeld {

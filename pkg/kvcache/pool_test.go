@@ -116,10 +116,14 @@ func TestRetain(t *testing.T) {
 // (including invalid ones) against a simple reference model and checks after
 // each that no slot leaks, none is handed out twice, and the counters agree.
 func TestPoolProperty(t *testing.T) {
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= 10; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		size := 1 + rng.IntN(300)
-		p, err := NewPool(size)
+		newPool := NewPool
+		if seed%2 == 0 {
+			newPool = NewCompactPool
+		}
+		p, err := newPool(size)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +133,18 @@ func TestPoolProperty(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case r < 4:
 				n := rng.IntN(size/4 + 2)
-				got, err := p.Alloc(n)
+				var got []int32
+				var err error
+				if ext := len(owned) > 0 && rng.IntN(2) == 0; ext {
+					// Extending one of ours, as a request's slots grow: the new
+					// slots are checked as fresh ones, and owned as their own
+					// allocation.
+					prev := owned[rng.IntN(len(owned))]
+					got, err = p.AllocAppend(prev[:len(prev):len(prev)], n)
+					got = got[len(prev):]
+				} else {
+					got, err = p.Alloc(n)
+				}
 				free := size - len(model)
 				if n > free {
 					if !errors.Is(err, ErrNoSpace) {
@@ -195,23 +210,100 @@ func checkPool(t *testing.T, p *Pool, model map[int32]int) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.ref)-len(p.free) != len(model) {
-		t.Fatalf("used %d, reference model holds %d", len(p.ref)-len(p.free), len(model))
+	if len(p.ref)-p.nfree != len(model) {
+		t.Fatalf("used %d, reference model holds %d", len(p.ref)-p.nfree, len(model))
 	}
-	seen := make(map[int32]bool, len(p.free))
-	for _, s := range p.free {
-		if seen[s] {
-			t.Fatalf("slot %d twice on the free stack", s)
+	free := 0
+	for s := range len(p.free) * 64 {
+		bit := p.free[s/64]&(1<<(s%64)) != 0
+		switch {
+		case s >= len(p.ref):
+			if bit {
+				t.Fatalf("slot %d past the pool's %d marked free", s, len(p.ref))
+			}
+		case bit != (p.ref[s] == 0):
+			t.Fatalf("slot %d: free bit %v, ref %d", s, bit, p.ref[s])
+		case bit:
+			free++
 		}
-		seen[s] = true
-		if p.ref[s] != 0 {
-			t.Fatalf("free slot %d has ref %d", s, p.ref[s])
-		}
+	}
+	if free != p.nfree {
+		t.Fatalf("%d slots marked free, nfree %d", free, p.nfree)
 	}
 	for s, n := range model {
 		if int(p.ref[s]) != n {
 			t.Fatalf("slot %d ref %d, model %d", s, p.ref[s], n)
 		}
+	}
+}
+
+// TestAllocPlacement: a fresh request is placed at the cursor with room
+// ahead of it, its next slots continue its run while they are free, and a
+// run that cannot continue goes on at the cursor.
+func TestAllocPlacement(t *testing.T) {
+	p, err := NewPool(512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(from, n int) []int32 {
+		r := make([]int32, n)
+		for i := range r {
+			r[i] = int32(from + i)
+		}
+		return r
+	}
+	a, _ := p.Alloc(16)
+	b, _ := p.Alloc(16)
+	if !equal(a, run(0, 16)) || !equal(b, run(16+growGap, 16)) {
+		t.Fatalf("placements %v and %v, want 0.. and %d..", a, b, 16+growGap)
+	}
+	a, err = p.AllocAppend(a, growGap)
+	if err != nil || !equal(a, run(0, 16+growGap)) {
+		t.Fatalf("grown in place: %v, %v", a, err)
+	}
+	a, err = p.AllocAppend(a, 2) // the next slot is b's: a new run at the cursor
+	if c := 16 + growGap + 16 + growGap; err != nil || !equal(a[16+growGap:], run(c, 2)) {
+		t.Fatalf("continued at %v, %v, want %d..", a[16+growGap:], err, c)
+	}
+	if err := p.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	// The cursor (now past a's second run and its gap) reaches the end and
+	// wraps to the freed run.
+	cursor := 16 + growGap + 16 + growGap + 2 + growGap
+	rest, err := p.Alloc(512 - cursor)
+	if err != nil || !equal(rest, run(cursor, 512-cursor)) {
+		t.Fatalf("to the end: %v, %v", rest, err)
+	}
+	c, err := p.Alloc(16)
+	if err != nil || !equal(c, run(16+growGap, 16)) {
+		t.Fatalf("last 16 free slots: %v, %v, want b's run", c, err)
+	}
+	for _, x := range [][]int32{a, rest, c} {
+		if err := p.Free(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.FreeCount() != 512 {
+		t.Fatalf("%d free after freeing everything", p.FreeCount())
+	}
+}
+
+// TestCompactPool: a compact pool hands out the lowest free slots, also to
+// a request that grows.
+func TestCompactPool(t *testing.T) {
+	p, err := NewCompactPool(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Alloc(4)
+	b, _ := p.Alloc(4)
+	if err := p.Free(a); err != nil {
+		t.Fatal(err)
+	}
+	b, err = p.AllocAppend(b, 2)
+	if want := []int32{4, 5, 6, 7, 0, 1}; err != nil || !equal(b, want) {
+		t.Fatalf("grown: %v, %v, want %v", b, err, want)
 	}
 }
 
