@@ -41,11 +41,13 @@ var (
 // A compact pool (NewCompactPool) instead hands out the lowest free slots,
 // for a store whose memory grows with the highest slot in use.
 type Pool struct {
-	mu      sync.Mutex
-	ref     []int32  // references held on each slot; 0 = free
-	free    []uint64 // bit s%64 of free[s/64] set: slot s is free
-	nfree   int
-	cursor  int  // where the next placement looks first
+	mu    sync.Mutex
+	ref   []int32  // references held on each slot; 0 = free
+	free  []uint64 // bit s%64 of free[s/64] set: slot s is free
+	nfree int
+	// cursor is where the next placement looks first; in a compact pool
+	// no slot below it is free.
+	cursor  int
 	compact bool // lowest free slots first, no runs
 }
 
@@ -131,10 +133,9 @@ func (p *Pool) AllocAppend(dst []int32, n int) ([]int32, error) {
 	}
 	// Next fit: the free slots from the cursor on, wrapping once. nfree
 	// covers n, so the scan ends before it comes back to where it began.
+	// A compact pool's cursor is its lowest free slot, so the same scan
+	// takes the lowest ones.
 	s := p.cursor
-	if p.compact {
-		s = 0
-	}
 	for n > 0 {
 		s = p.nextFree(s)
 		p.take(s)
@@ -142,7 +143,9 @@ func (p *Pool) AllocAppend(dst []int32, n int) ([]int32, error) {
 		n--
 		s++
 	}
-	if !p.compact {
+	if p.compact {
+		p.cursor = s
+	} else {
 		p.cursor = (s + growGap) % len(p.ref)
 	}
 	return dst, nil
@@ -162,6 +165,9 @@ func (p *Pool) take(s int) {
 func (p *Pool) release(s int32) {
 	p.free[s/64] |= 1 << (s % 64)
 	p.nfree++
+	if p.compact && int(s) < p.cursor {
+		p.cursor = int(s)
+	}
 }
 
 // nextFree is the first free slot at or after s, wrapping past the end;

@@ -230,6 +230,11 @@ func checkPool(t *testing.T, p *Pool, model map[int32]int) {
 	if free != p.nfree {
 		t.Fatalf("%d slots marked free, nfree %d", free, p.nfree)
 	}
+	for s := 0; p.compact && s < min(p.cursor, len(p.ref)); s++ {
+		if p.ref[s] == 0 {
+			t.Fatalf("compact pool: slot %d free below its cursor %d", s, p.cursor)
+		}
+	}
 	for s, n := range model {
 		if int(p.ref[s]) != n {
 			t.Fatalf("slot %d ref %d, model %d", s, p.ref[s], n)
