@@ -33,7 +33,9 @@ import (
 )
 
 // idleWait bounds one sleep on the command ring's doorbell when there is
-// nothing to run (commands ring it; shm flags are polled at this pace).
+// nothing to run but requests are live (paused, or between steps): their
+// shm flags are polled at this pace. Whoever sets a flag also rings the
+// doorbell, so this only bounds a ring lost to a crash.
 const idleWait = 20 * time.Millisecond
 
 // Executor is what the role drives: *engine.Engine (over the real model or
@@ -69,7 +71,7 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	defer mc.Close()
 	opts := WorkerOptions{MaxTotalTokens: cfg.MaxTotalTokenNum,
 		StallLimit: max(30*time.Second, cfg.HeartbeatTimeout.D()), Metrics: mc, Log: log, StatsInterval: cfg.StatsInterval.D(),
-		StreamInterval: cfg.StreamInterval.D(), Hooks: TestHooksFromEnv(cfg.RunDir, log)}
+		StreamInterval: cfg.StreamInterval.D(), IdleWait: cfg.IdleWait(), Hooks: TestHooksFromEnv(cfg.RunDir, log)}
 	if e, ok := ex.(*engine.Engine); ok {
 		opts.Constraint = newConstraints(cfg.ModelDir, e.ModelConfig()).processor
 	}
@@ -105,6 +107,11 @@ type WorkerOptions struct {
 	// rings the detokenizer for them (config.StreamInterval); 0 rings
 	// after every step.
 	StreamInterval time.Duration
+	// IdleWait bounds one sleep on the doorbell while no request is live
+	// (config.IdleWait): nothing then needs polling, and each timeout is a
+	// wake-up of the process and of its Go runtime's threads (at 20 ms an
+	// idle infer woke ~290 times a second, issue 25). 0 is idleWait.
+	IdleWait time.Duration
 	// Constraint builds the logits processor of a request whose extras
 	// carry a structured-output constraint (pkg/constrain); nil fails such
 	// requests.
@@ -245,6 +252,16 @@ func (w *Worker) resume() int {
 // it sleeps on the command ring's doorbell while there is nothing to run.
 func (w *Worker) Run(ctx context.Context) error {
 	bell := w.ring.DataBell()
+	// An idle loop may sleep for Options.IdleWait: the end of ctx wakes it.
+	// A ring already under way is waited for, since the caller unmaps the
+	// region once Run returns.
+	rung := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { defer close(rung); bell.Ring() })
+	defer func() {
+		if !stop() {
+			<-rung
+		}
+	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -255,9 +272,18 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 		if !busy {
-			bell.Wait(seen, idleWait)
+			bell.Wait(seen, w.sleep())
 		}
 	}
+}
+
+// sleep is how long an idle loop waits for the doorbell: idleWait while
+// requests are live (their flags are polled), else Options.IdleWait.
+func (w *Worker) sleep() time.Duration {
+	if len(w.live) > 0 || w.o.IdleWait <= 0 {
+		return idleWait
+	}
+	return max(w.o.IdleWait, idleWait)
 }
 
 // Iterate is one loop iteration without waiting: it consumes the commands,

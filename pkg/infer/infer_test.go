@@ -1,6 +1,8 @@
 package infer
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -309,5 +311,42 @@ func TestPrefillWaitSteps(t *testing.T) {
 			t.Errorf("disable_aggressive_schedule %v, router_max_wait_tokens %d: %d steps, want %d",
 				cfg.DisableAggressiveSchedule, c[1], got, c[2])
 		}
+	}
+}
+
+// TestIdleSleepWakes: an idle worker sleeps up to IdleWait on the command
+// ring's doorbell, so a command must wake it (not the timeout), and so
+// must the end of its context. IdleWait here is far longer than the test
+// may run: finishing at all shows the wake-ups.
+func TestIdleSleepWakes(t *testing.T) {
+	r := newRegion(t)
+	w := newWorkerWith(t, r, WorkerOptions{IdleWait: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	prompt := []int32{1, 5, 6}
+	for i := 0; i < 3; i++ {
+		// Let the loop go to sleep first (if it has not, the request only
+		// proves less).
+		time.Sleep(50 * time.Millisecond)
+		s, _ := submit(t, r, prompt, sampler.Params{MaxNewTokens: 4})
+		for deadline := time.Now().Add(time.Minute); s.InferReleased.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d not run a minute after its command", i)
+			}
+		}
+		if got, want := outputs(t, s), expected(prompt, 4); !slices.Equal(got, want) {
+			t.Fatalf("request %d: %v, want %v", i, got, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return a minute after its context ended")
 	}
 }
