@@ -8,7 +8,11 @@
 # engine tok/s, the engine's decode-only step, server output tok/s, server
 # TPOT, server / engine, the extra time per decode step (server TPOT minus
 # the engine's step), and the benchmark client's own CPU time (user+sys), so
-# a client that is itself the bottleneck shows.
+# a client that is itself the bottleneck shows. Then, for each pair of
+# successive stream counts, the TPOT growth per run: the server's TPOT ratio,
+# the engine step's ratio in the same run, and their quotient (issue 25's
+# target: at most 1 for stories260K from 64 to 256 streams); per run, since
+# the host's drift between runs is as large as the effect.
 #
 # usage: scripts/bench-serving.sh          (several minutes on the 2-core dev box)
 # env:   THREADS=1 STREAMS="1 16 64 256" GEN=64
@@ -72,9 +76,11 @@ stop_server() {
 trap 'stop_server; rm -rf "$raw" "$work"' EXIT
 trap 'exit 130' INT TERM
 
-record() { # kind model streams json
+run=0
+record() { # kind model streams json (in run $run)
 	local line
-	line=$(jq -c --arg kind "$1" --arg model "$2" --argjson streams "$3" '. + {kind: $kind, name: $model, streams: $streams}' <<<"$4")
+	line=$(jq -c --arg kind "$1" --arg model "$2" --argjson streams "$3" --argjson run "$run" \
+		'. + {kind: $kind, name: $model, streams: $streams, run: $run}' <<<"$4")
 	echo "$line" >>"$raw"
 	[ -z "$OUT" ] || echo "$line" >>"$OUT"
 }
@@ -175,5 +181,21 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
      + ($st | r(0) | fmt(13)) + ($tpot | r(2) | fmt(9))
      + (div($st; $et) | r(2) | fmt(8))
      + (if $step == null or $tpot == null then null else $tpot - $step end | r(2) | fmt(14))
-     + ($ss | map(.client_cpu_s) | median | r(2) | fmt(13)) + ($ss | map(.duration) | median | r(1)))
+     + ($ss | map(.client_cpu_s) | median | r(2) | fmt(13)) + ($ss | map(.duration) | median | r(1))),
+  "",
+  "TPOT growth per run: server TPOT ratio / engine step ratio between successive stream counts (same run)",
+  (group_by(.name)[] | . as $rows
+   | ($rows | map(select(.kind == "server") | .streams) | unique) as $cs
+   | range(1; $cs | length) as $k
+   | $cs[$k - 1] as $a | $cs[$k] as $b
+   | [$rows | group_by(.run)[]
+      | (map(select(.kind == "engine"))[0]) as $e
+      | (map(select(.kind == "server" and .streams == $a))[0].mean_tpot_ms) as $ta
+      | (map(select(.kind == "server" and .streams == $b))[0].mean_tpot_ms) as $tb
+      | {s: div($tb; $ta),
+         e: (if $e == null then null else div(div($b; $e["decode_only_tok_s_x\($b)"]); div($a; $e["decode_only_tok_s_x\($a)"])) end)}
+      | . + {p: div(.s; .e)}] as $g
+   | ($rows[0].name | fmt(13)) + ("\($a) -> \($b)" | fmt(11))
+     + "server x" + ($g | map(.s | r(2)) | join(" ")) + ", engine x" + ($g | map(.e | r(2)) | join(" "))
+     + ", server/engine " + ($g | map(.p | r(3)) | join(" ")) + " (median " + ($g | map(.p) | median | r(3)) + ")")
 ' "$raw"
