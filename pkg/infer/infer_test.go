@@ -322,9 +322,19 @@ func TestIdleSleepWakes(t *testing.T) {
 	r := newRegion(t)
 	w := newWorkerWith(t, r, WorkerOptions{IdleWait: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	var runErr error
+	ended := make(chan struct{})
+	go func() { runErr = w.Run(ctx); close(ended) }()
+	// Joined before the region's cleanup (registered earlier, run later)
+	// unmaps what Run reads.
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ended:
+		case <-time.After(time.Minute):
+			t.Error("Run still running at cleanup")
+		}
+	})
 	prompt := []int32{1, 5, 6}
 	for i := 0; i < 3; i++ {
 		// Let the loop go to sleep first (if it has not, the request only
@@ -342,9 +352,9 @@ func TestIdleSleepWakes(t *testing.T) {
 	}
 	cancel()
 	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Run returned %v, want context.Canceled", err)
+	case <-ended:
+		if !errors.Is(runErr, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", runErr)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Run did not return a minute after its context ended")
