@@ -3,6 +3,7 @@ package infer
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -319,44 +320,65 @@ func TestPrefillWaitSteps(t *testing.T) {
 // must the end of its context. IdleWait here is far longer than the test
 // may run: finishing at all shows the wake-ups.
 func TestIdleSleepWakes(t *testing.T) {
-	r := newRegion(t)
-	w := newWorkerWith(t, r, WorkerOptions{IdleWait: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	var runErr error
-	ended := make(chan struct{})
-	go func() { runErr = w.Run(ctx); close(ended) }()
-	// Joined before the region's cleanup (registered earlier, run later)
-	// unmaps what Run reads.
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ended:
-		case <-time.After(time.Minute):
-			t.Error("Run still running at cleanup")
-		}
-	})
-	prompt := []int32{1, 5, 6}
-	for i := 0; i < 3; i++ {
-		// Let the loop go to sleep first (if it has not, the request only
-		// proves less).
-		time.Sleep(50 * time.Millisecond)
-		s, _ := submit(t, r, prompt, sampler.Params{MaxNewTokens: 4})
-		for deadline := time.Now().Add(time.Minute); s.InferReleased.Load() == 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("request %d not run a minute after its command", i)
+	for _, tc := range []struct {
+		name    string
+		command bool // submit a request to the sleeping loop before ending it
+	}{
+		{"command", true},
+		{"context end", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegion(t)
+			w := newWorkerWith(t, r, WorkerOptions{IdleWait: time.Hour})
+			ctx, cancel := context.WithCancel(context.Background())
+			var runErr error
+			ended := make(chan struct{})
+			go func() { runErr = w.Run(ctx); close(ended) }()
+			// Joined before the region's cleanup (registered earlier, run
+			// later) unmaps what Run reads.
+			t.Cleanup(func() {
+				cancel()
+				select {
+				case <-ended:
+				case <-time.After(time.Minute):
+					t.Error("Run still running at cleanup")
+				}
+			})
+			// With nothing ever live, only an idle iteration stores the
+			// progress stamp, and all the loop does after one is sleep: from
+			// here on it sleeps, or is about to with the bell's count read
+			// before, so only a ring ends that sleep before the hour.
+			for deadline := time.Now().Add(time.Minute); r.Load().LastProgressUnixNano.Load() == 0; runtime.Gosched() {
+				if time.Now().After(deadline) {
+					t.Fatal("the worker loop never turned")
+				}
 			}
-		}
-		if got, want := outputs(t, s), expected(prompt, 4); !slices.Equal(got, want) {
-			t.Fatalf("request %d: %v, want %v", i, got, want)
-		}
-	}
-	cancel()
-	select {
-	case <-ended:
-		if !errors.Is(runErr, context.Canceled) {
-			t.Fatalf("Run returned %v, want context.Canceled", runErr)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("Run did not return a minute after its context ended")
+			if tc.command {
+				prompt := []int32{1, 5, 6}
+				s, _ := submit(t, r, prompt, sampler.Params{MaxNewTokens: 4})
+				rs, err := r.Role(shm.RoleRouter)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// infer rings the router's bell when it releases a request.
+				wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+				defer wcancel()
+				if err := r.Bell(rs).WaitFor(wctx, func() bool { return s.InferReleased.Load() != 0 }); err != nil {
+					t.Fatalf("request not run a minute after its command: %v", err)
+				}
+				if got, want := outputs(t, s), expected(prompt, 4); !slices.Equal(got, want) {
+					t.Fatalf("%v, want %v", got, want)
+				}
+			}
+			cancel()
+			select {
+			case <-ended:
+				if !errors.Is(runErr, context.Canceled) {
+					t.Fatalf("Run returned %v, want context.Canceled", runErr)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("Run did not return a minute after its context ended")
+			}
+		})
 	}
 }
