@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Serving overhead (issue 25): the engine alone vs the launched server on the
-# same model and thread count. For each model it runs `lightllm bench-engine`
-# (decode_tok_s_xC: C sequences with a 16-token prompt generating GEN greedy
+# same model and thread count. For each model it runs `lightllm bench-engine
+# --distinct_prompts` (decode_tok_s_xC: C sequences, each with a 16-token
+# prompt of its own as the server's random prompts are, generating GEN greedy
 # tokens together, their prefill included) and then launches the server and
 # runs `lightllm bench --dataset random --input_len 16 --output_len GEN
 # --ignore_eos --max_concurrency C` against it, and prints per stream count:
@@ -138,7 +139,7 @@ for name in $MODELS; do
 		prof=()
 		[ -z "$CPUPROFILE_DIR" ] || { mkdir -p "$CPUPROFILE_DIR"; prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$run.pprof"); }
 		record engine "$name" 0 "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
-			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --json "${prof[@]}")"
+			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --distinct_prompts --json "${prof[@]}")"
 		for s in $STREAMS; do
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
@@ -163,7 +164,7 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
   def fmt($w): tostring | if length < $w then . + (" " * ($w - length)) else . end;
   def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
   "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
-  "engine tok/s = bench-engine decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
+  "engine tok/s = bench-engine --distinct_prompts decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
   "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
   "",
   ("model" | fmt(13)) + ("streams" | fmt(8)) + ("engine tok/s" | fmt(13)) + ("step ms" | fmt(9))

@@ -31,6 +31,14 @@ type BenchOptions struct {
 	// prefill tests; 0 is 512, llama.cpp's default n_ubatch, which
 	// bench.mjs and longctx.mjs run with.
 	PrefillChunk int
+	// DistinctPrompts gives each sequence of the decode tests a prompt of
+	// its own (consecutive windows of the same walk) instead of bench.mjs's
+	// one prompt for all. A server benchmark's prompts differ, and
+	// identical rows compute identical numbers, which some kernels run
+	// faster (stories260K's 8-wide attention heads: 7.5% of a decode step,
+	// its data-dependent branches repeating row after row); a baseline for
+	// the server should not have that advantage.
+	DistinctPrompts bool
 }
 
 func (o BenchOptions) prefillChunk() int {
@@ -63,7 +71,8 @@ func BenchModel(ctx context.Context, path string, threads int, o BenchOptions) (
 // prefill_tok_s is the prompt length over the time to prefill a pseudo-random
 // prompt (in chunks of up to 512 tokens, llama.cpp's batch); decode_tok_s_xS
 // is S*GenTokens over the time for S sequences, each with the prompt's first
-// 16 tokens, to generate GenTokens greedy tokens together (their short
+// 16 tokens (or 16 of their own, BenchOptions.DistinctPrompts), to generate
+// GenTokens greedy tokens together (their short
 // prefill included, as in bench.mjs). decode_only_tok_s_xS leaves that
 // prefill out: the S*(GenTokens-1) tokens after every sequence has its first
 // one, over the time they took; it is the rate to hold against the memory
@@ -101,10 +110,7 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 	short := prompt[:min(16, len(prompt))]
 	greedy.MaxNewTokens = o.GenTokens
 	for _, s := range o.Sequences {
-		prompts := make([][]int32, s)
-		for i := range prompts {
-			prompts[i] = short
-		}
+		prompts := decodePrompts(s, len(short), vocab, o.DistinctPrompts)
 		r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * (o.GenTokens + 40), MaxReqTotalLen: len(short) + o.GenTokens,
 			BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
 		if err != nil {
@@ -256,6 +262,26 @@ func benchRunAfter(ctx context.Context, m Forwarder, opts Options, prompts [][]i
 		r.afterFirst = end.Sub(allStarted)
 	}
 	return r, nil
+}
+
+// decodePrompts are the decode tests' prompts for s sequences, n tokens
+// each: bench.mjs's (the walk's first n tokens for every sequence) or, with
+// distinct, the walk's consecutive n-token windows, so the first sequence
+// keeps bench.mjs's prompt.
+func decodePrompts(s, n, vocab int, distinct bool) [][]int32 {
+	prompts := make([][]int32, s)
+	if !distinct {
+		short := benchPrompt(n, vocab)
+		for i := range prompts {
+			prompts[i] = short
+		}
+		return prompts
+	}
+	walk := benchPrompt(s*n, vocab)
+	for i := range prompts {
+		prompts[i] = walk[i*n : (i+1)*n : (i+1)*n]
+	}
+	return prompts
 }
 
 // benchPrompt is bench.mjs's prompt: a fixed pseudo-random walk over the

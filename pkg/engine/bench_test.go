@@ -24,6 +24,32 @@ func TestBenchPromptMatchesBenchMJS(t *testing.T) {
 	}
 }
 
+func TestDecodePrompts(t *testing.T) {
+	for _, c := range []struct {
+		s, n     int
+		distinct bool
+	}{{1, 16, false}, {4, 16, false}, {1, 16, true}, {5, 16, true}, {3, 7, true}} {
+		ps := decodePrompts(c.s, c.n, 512, c.distinct)
+		if len(ps) != c.s {
+			t.Fatalf("%+v: %d prompts", c, len(ps))
+		}
+		first := benchPrompt(c.n, 512) // bench.mjs's prompt
+		seen := map[string]bool{}
+		for i, p := range ps {
+			if len(p) != c.n {
+				t.Errorf("%+v: prompt %d has %d tokens", c, i, len(p))
+			}
+			seen[fmt.Sprint(p)] = true
+		}
+		if !slices.Equal(ps[0], first) {
+			t.Errorf("%+v: first prompt %v, want bench.mjs's %v", c, ps[0], first)
+		}
+		if want := map[bool]int{false: 1, true: c.s}[c.distinct]; len(seen) != want {
+			t.Errorf("%+v: %d different prompts, want %d", c, len(seen), want)
+		}
+	}
+}
+
 // nullModel is a test double whose Forward does nothing but write constant
 // logits: it isolates the engine's own cost per step.
 type nullModel struct{ vocab int }
@@ -50,6 +76,13 @@ func TestBenchReportsEveryRate(t *testing.T) {
 		if v, ok := res[k]; !ok || !(v > 0) {
 			t.Errorf("%s = %v (present %v)", k, v, ok)
 		}
+	}
+	res, err = Bench(context.Background(), nullModel{vocab: 64}, BenchOptions{PromptTokens: 40, GenTokens: 8, Sequences: []int{3}, DistinctPrompts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res["decode_only_tok_s_x3"]; !(v > 0) {
+		t.Errorf("distinct prompts: decode_only_tok_s_x3 = %v", v)
 	}
 	res, err = Bench(context.Background(), nullModel{vocab: 64}, BenchOptions{PromptTokens: 4, GenTokens: 8, Sequences: []int{2}, Context: 200, Churn: true})
 	if err != nil {
