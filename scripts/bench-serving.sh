@@ -163,6 +163,7 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
   def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
   def fmt($w): tostring | if length < $w then . + (" " * ($w - length)) else . end;
   def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
+  def step($c): div($c * 1000; .["decode_only_tok_s_x\($c)"]); # ms, of an engine record (null: none)
   "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
   "engine tok/s = bench-engine --distinct_prompts decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
   "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
@@ -175,7 +176,7 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
    | $rows | map(select(.kind == "server")) | group_by(.streams)[] as $ss
    | $ss[0].streams as $c
    | ($e | map(.["decode_tok_s_x\($c)"]) | median) as $et
-   | ($e | map(div($c * 1000; .["decode_only_tok_s_x\($c)"])) | median) as $step
+   | ($e | map(step($c)) | median) as $step
    | ($ss | map(.output_throughput) | median) as $st
    | ($ss | map(.mean_tpot_ms) | median) as $tpot
    | ($ss[0].name | fmt(13)) + ($c | fmt(8)) + ($et | r(0) | fmt(13)) + ($step | r(2) | fmt(9))
@@ -194,7 +195,7 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
       | (map(select(.kind == "server" and .streams == $a))[0].mean_tpot_ms) as $ta
       | (map(select(.kind == "server" and .streams == $b))[0].mean_tpot_ms) as $tb
       | {s: div($tb; $ta),
-         e: (if $e == null then null else div(div($b; $e["decode_only_tok_s_x\($b)"]); div($a; $e["decode_only_tok_s_x\($a)"])) end)}
+         e: div($e | step($b); $e | step($a))}
       | . + {p: div(.s; .e)}] as $g
    | ($rows[0].name | fmt(13)) + ("\($a) -> \($b)" | fmt(11))
      + "server x" + ($g | map(.s | r(2)) | join(" ")) + ", engine x" + ($g | map(.e | r(2)) | join(" "))
