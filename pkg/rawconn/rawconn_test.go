@@ -98,8 +98,10 @@ func TestConn(t *testing.T) {
 			}
 		}},
 		{"a read deadline ends a parked read with a timeout", func(t *testing.T, c, s net.Conn) {
-			c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+			// The deadline is counted from start: a pause between the two
+			// calls must not make the timeout look early.
 			start := time.Now()
+			c.SetReadDeadline(start.Add(30 * time.Millisecond))
 			_, err := c.Read(make([]byte, 16))
 			var ne net.Error
 			if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
