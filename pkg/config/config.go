@@ -171,11 +171,17 @@ type Config struct {
 	RestartWindow     Duration `json:"restart_window"`
 	RestartBackoff    Duration `json:"restart_backoff"`
 	RestartBackoffMax Duration `json:"restart_backoff_max"`
-	// PipelineNice is the nice value the roles other than infer lower
-	// themselves to (0 leaves them as launched): on a machine with few
+	// PipelineNice is the nice value the roles other than infer and the
+	// apiserver lower themselves to (0 leaves them as launched): on a machine with few
 	// cores the engine's step then gets a core first, and the pipeline
 	// catches up in bigger writes instead of pre-empting it (issue 25).
 	PipelineNice int `json:"pipeline_nice"`
+	// APIServerNice is the apiserver's own nice value, apart from the
+	// pipeline's: it picks new requests up from their connections, and a
+	// niced apiserver left them waiting for the core it shares with the
+	// other roles (and a local client) for milliseconds, a share of every
+	// time to first token that grows with the streams (issue 25).
+	APIServerNice int `json:"apiserver_nice"`
 	// PinCPUs splits the CPUs this instance may run on: infer's threads
 	// get the first --threads of them, every other role the rest, so that
 	// the pipeline's bursts after each step never run on the engine's

@@ -62,7 +62,7 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"metric_port": "0", "metric_gateway": "", "health_interval": "10s", "log_level": "info",
 		"threads": "0", "backend": "cpu", "synthetic_step_ms": "10", "instance": "",
 		"schedule_time_interval": "30ms", "model_name": "default_model_name", "config": "", "check-config": "false",
-		"pipeline_nice": "5", "pin_cpus": "false",
+		"pipeline_nice": "5", "apiserver_nice": "0", "pin_cpus": "false",
 	}
 	for name, def := range want {
 		fl := fs.Lookup(name)
@@ -234,6 +234,8 @@ func TestValidate(t *testing.T) {
 		"req > kv":           {func(c *Config) { c.MaxReqTotalLen = 8192 }, resolved, "exceeds max_total_token_num"},
 		"chunk > batch":      {func(c *Config) { c.ChunkedPrefillSize = 20000 }, resolved, "exceeds batch_max_tokens"},
 		"no chunk too small": {func(c *Config) { c.DisableChunkedPrefill, c.BatchMaxTokens = true, 100 }, resolved, "at least max_req_total_len"},
+		"pipeline_nice":      {func(c *Config) { c.PipelineNice = 20 }, ok, "pipeline_nice must be in"},
+		"apiserver_nice":     {func(c *Config) { c.APIServerNice = -1 }, ok, "apiserver_nice must be in"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

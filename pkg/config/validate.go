@@ -137,6 +137,9 @@ func (c *Config) validateStatic() error {
 	if c.PipelineNice < 0 || c.PipelineNice > 19 {
 		add("pipeline_nice must be in [0, 19], got %d", c.PipelineNice)
 	}
+	if c.APIServerNice < 0 || c.APIServerNice > 19 {
+		add("apiserver_nice must be in [0, 19], got %d", c.APIServerNice)
+	}
 	if c.PinCPUs && (c.Threads <= 0 || c.Threads >= runtime.NumCPU()) {
 		add("pin_cpus needs --threads between 1 and one less than the %d CPUs this process may use (infer keeps that many, the other roles get the rest), got %d", runtime.NumCPU(), c.Threads)
 	}

@@ -102,9 +102,9 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 		}
 		log.Info().Ints("cpus", cpus).Msg("pinned")
 	}
-	if role != config.RoleInfer && cfg.PipelineNice > 0 {
-		if err := lowerPriority(cfg.PipelineNice); err != nil {
-			return fail(1, fmt.Errorf("pipeline_nice %d: %w", cfg.PipelineNice, err))
+	if flag, nice := roleNice(role, cfg); nice > 0 {
+		if err := lowerPriority(nice); err != nil {
+			return fail(1, fmt.Errorf("%s %d: %w", flag, nice, err))
 		}
 	}
 	// The pipeline's Go scheduler gets the cores infer's threads leave
@@ -190,6 +190,21 @@ func dumpStacksOnSIGUSR1(w io.Writer) (stop func()) {
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
+}
+
+// roleNice is the nice value role lowers itself to and the flag that set
+// it: none for infer, whose step the others yield to; the apiserver's own
+// (0 by default: a new request waits on its priority before anything else
+// runs), the pipeline's for the rest.
+func roleNice(role string, cfg *config.Config) (flag string, nice int) {
+	switch role {
+	case config.RoleInfer:
+		return "", 0
+	case config.RoleAPIServer:
+		return "apiserver_nice", cfg.APIServerNice
+	default:
+		return "pipeline_nice", cfg.PipelineNice
+	}
 }
 
 // pipelineProcs is GOMAXPROCS for a role other than infer on a machine of

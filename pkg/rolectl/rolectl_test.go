@@ -297,3 +297,24 @@ func TestPipelineProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestRoleNice: infer is never lowered, the apiserver follows
+// --apiserver_nice alone, every other role --pipeline_nice.
+func TestRoleNice(t *testing.T) {
+	cfg := &config.Config{PipelineNice: 7, APIServerNice: 2}
+	for _, c := range []struct {
+		role, flag string
+		nice       int
+	}{
+		{config.RoleInfer, "", 0},
+		{config.RoleAPIServer, "apiserver_nice", 2},
+		{config.RoleRouter, "pipeline_nice", 7},
+		{config.RoleDetokenizer, "pipeline_nice", 7},
+		{config.RoleMetric, "pipeline_nice", 7},
+		{config.RoleHealth, "pipeline_nice", 7},
+	} {
+		if flag, nice := roleNice(c.role, cfg); flag != c.flag || nice != c.nice {
+			t.Errorf("roleNice(%s) = %q %d, want %q %d", c.role, flag, nice, c.flag, c.nice)
+		}
+	}
+}
