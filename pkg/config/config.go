@@ -172,9 +172,10 @@ type Config struct {
 	RestartBackoff    Duration `json:"restart_backoff"`
 	RestartBackoffMax Duration `json:"restart_backoff_max"`
 	// PipelineNice is the nice value the roles other than infer and the
-	// apiserver lower themselves to (0 leaves them as launched): on a machine with few
-	// cores the engine's step then gets a core first, and the pipeline
-	// catches up in bigger writes instead of pre-empting it (issue 25).
+	// apiserver lower themselves to (0 leaves them as launched): on a
+	// machine with few cores the engine's step then gets a core first, and
+	// the pipeline catches up in bigger writes instead of pre-empting it
+	// (issue 25).
 	PipelineNice int `json:"pipeline_nice"`
 	// APIServerNice is the apiserver's own nice value, apart from the
 	// pipeline's: it picks new requests up from their connections, and a
