@@ -5,5 +5,5 @@ package rolectl
 import "errors"
 
 func lowerPriority(int) error {
-	return errors.New("pipeline_nice needs Linux (per-thread nice values); set it to 0")
+	return errors.New("needs Linux (per-thread nice values); set it to 0")
 }
