@@ -2,7 +2,8 @@
 // file, /dev/shm/lightllm-<instance>/state, mapped by every role. It holds a
 // versioned header (sizes, per-role epochs, heartbeats and doorbells, load
 // counters), the request slot table (LightLLM's shm Req), a token array and a
-// text queue per slot, and the router→infer command ring. The layout is in
+// text queue per slot, the router→infer command ring and the apiserver→router
+// intake ring. The layout is in
 // layout.go and drawn in docs/FORMAT.md; who writes which field is in
 // docs/locking.md.
 //
@@ -19,8 +20,8 @@
 //		Sizes: shm.Sizes{Slots: 1000, MaxReqTotalLen: 16384}})
 //	defer r.Destroy()
 //
-// The apiserver allocates a slot, fills it, publishes it, then tells the
-// router over ZMQ (pkg/ipc) and reads text back:
+// The apiserver allocates a slot, fills it, publishes it, then announces it
+// to the router on the intake ring and reads text back:
 //
 //	r, _ := shm.Attach("", "8080")
 //	epoch, _ := r.BeginEpoch(shm.RoleAPIServer)
@@ -28,13 +29,14 @@
 //	s, gen, err := r.Alloc(epoch)
 //	err = s.Fill(gen, shm.Request{RequestID: id, Prompt: ids, Params: p})
 //	err = s.Transition(gen, shm.StateAllocated, shm.StateQueued)
-//	// ... push ipc.NewGroup{Slots: []ipc.SlotRef{{s.Index, gen}}} ...
+//	err = r.Intake().Announce([]shm.SlotGen{{Slot: uint32(s.Index), Gen: gen}})
 //	piece, ok, err := s.PopText(buf)
 //	// ... after the Final piece and DetokDone: s.Release(gen)
 //
-// The router admits a request and commands infer; infer consumes in order,
-// writes tokens and publishes them:
+// The router takes the announced groups, admits a request and commands
+// infer; infer consumes in order, writes tokens and publishes them:
 //
+//	groups, _ := r.Intake().Take(nil)
 //	s.Transition(gen, shm.StateQueued, shm.StateRunning)
 //	r.Commands().PushWait(ctx, shm.Command{Op: shm.OpNew, Slot: uint32(s.Index), Gen: gen})
 //

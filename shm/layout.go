@@ -9,7 +9,8 @@ import (
 // /dev/shm/lightllm-<instance>/state holding, in order, the header, the
 // request slot table, the per-slot token arrays, the per-slot logprob arrays
 // (parallel to the token arrays), the per-slot text queues, the per-slot
-// top-logprob rings, the router→infer command ring and the extras pool
+// top-logprob rings, the router→infer command ring, the apiserver→router
+// intake ring and the extras pool
 // (variable-size per-request data: extras.go). docs/FORMAT.md draws it; docs/locking.md
 // says who writes each field. Every field that more than one process touches
 // is an atomic type, so the compiler refuses plain loads and stores; bulk data
@@ -27,7 +28,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 6
+	LayoutVersion uint32 = 7
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -107,7 +108,9 @@ const (
 //	436    4    TopEntrySize      launcher           all
 //	440    8    ExtrasOff         launcher           all
 //	448    4    ExtrasBytes       launcher           all (size of the extras pool)
-//	452    572  (reserved, zero)
+//	452    4    (reserved)
+//	456    8    IntakeOff         launcher           all (intake ring: RingEntries entries too)
+//	464    560  (reserved, zero)
 type Header struct {
 	Magic           atomic.Uint64
 	Version         atomic.Uint32
@@ -134,7 +137,9 @@ type Header struct {
 	TopEntrySize    atomic.Uint32
 	ExtrasOff       atomic.Uint64
 	ExtrasBytes     atomic.Uint32
-	_               [572]byte
+	_               uint32
+	IntakeOff       atomic.Uint64
+	_               [560]byte
 }
 
 // Load holds the counters that the router, /token_load and /health read.
@@ -310,7 +315,11 @@ type TopAlt struct {
 	Logprob atomic.Uint32
 }
 
-// RingHeader precedes the command ring entries.
+// RingHeader precedes the entries of the command ring and of the intake
+// ring. For the intake ring the producer is the apiserver and the consumer
+// the router; its Tail is where producers claim positions (compare-and-swap)
+// and its four bell words are unused (it rings the router's role bell, and
+// a producer never waits for room).
 //
 //	offset size field        writer           readers
 //	0      8    Head         infer (consumer) router (free space)
@@ -330,15 +339,17 @@ type RingHeader struct {
 	_            [32]byte
 }
 
-// RingEntry is one command. The producer fills Op..Arg, then stores Seq =
-// position+1; the consumer at position p accepts the entry only when Seq==p+1.
+// RingEntry is one command (or one intake announcement: apiserver → router,
+// Op QUEUED, Arg index<<16 | group size). The producer fills Op..Arg, then
+// stores Seq = position+1; the consumer at position p accepts the entry only
+// when Seq==p+1.
 //
 //	offset size field writer readers
 //	0      8    Seq   router infer (stored last)
 //	8      4    Op    router infer
 //	12     4    Slot  router infer
 //	16     4    Gen   router infer (slot generation the command is for)
-//	20     4    Arg   router infer (Op-specific; 0 for NEW, the only op)
+//	20     4    Arg   router infer (Op-specific; 0 for NEW, the command ring's only op)
 type RingEntry struct {
 	Seq  atomic.Uint64
 	Op   atomic.Uint32
@@ -352,7 +363,7 @@ type Sizes struct {
 	Slots          uint32 // running_max_req_size
 	MaxReqTotalLen uint32 // tokens per slot (prompt + output)
 	TextQueueBytes uint32 // bytes per slot text queue; a multiple of 64
-	RingEntries    uint32 // command ring capacity; 0 means 4*Slots (at least 64)
+	RingEntries    uint32 // command ring capacity, and the intake ring's; 0 means 4*Slots (at least 64)
 	// TopRingEntries is each slot's top-logprob ring length; 0 means
 	// DefaultTopRingEntries.
 	TopRingEntries uint32
@@ -413,7 +424,7 @@ func (s Sizes) PerSlotBytes() uint64 {
 // layout is where each section starts; computed from Sizes alone so that
 // attach can recompute it and compare with what the header claims.
 type layout struct {
-	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, ExtrasOff, FileSize uint64
+	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, IntakeOff, ExtrasOff, FileSize uint64
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
@@ -428,7 +439,8 @@ func computeLayout(s Sizes) (layout, error) {
 	l.TextOff = alignUp(l.LogprobsOff+uint64(s.Slots)*uint64(s.MaxReqTotalLen)*4, sectionAlign)
 	l.TopOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
 	l.RingOff = alignUp(l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize, sectionAlign)
-	l.ExtrasOff = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
+	l.IntakeOff = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
+	l.ExtrasOff = alignUp(l.IntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
 	l.FileSize = alignUp(l.ExtrasOff+uint64(s.ExtrasBytes), fileAlign)
 	if l.FileSize > MaxFileSize {
 		return l, fmt.Errorf("layout needs %d bytes, more than the %d limit", l.FileSize, uint64(MaxFileSize))

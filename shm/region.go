@@ -43,10 +43,11 @@ type Region struct {
 	mem   []byte
 	sizes Sizes
 
-	hdr   *Header
-	reqs  []Req
-	slots []Slot
-	ring  *Ring
+	hdr    *Header
+	reqs   []Req
+	slots  []Slot
+	ring   *Ring
+	intake *Intake
 
 	// allocHint spreads concurrent Alloc calls over the table (process-local).
 	allocHint atomic.Uint32
@@ -136,6 +137,7 @@ func Create(opts CreateOptions) (*Region, error) {
 	h.TokensOff.Store(lay.TokensOff)
 	h.TextOff.Store(lay.TextOff)
 	h.RingOff.Store(lay.RingOff)
+	h.IntakeOff.Store(lay.IntakeOff)
 	h.LogprobsOff.Store(lay.LogprobsOff)
 	h.TopOff.Store(lay.TopOff)
 	h.TopRingEntries.Store(sizes.TopRingEntries)
@@ -244,7 +246,7 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 		return s, lay, fmt.Errorf("%v: %w", err, ErrLayout)
 	}
 	if h.SlotsOff.Load() != lay.SlotsOff || h.TokensOff.Load() != lay.TokensOff ||
-		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff ||
+		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff || h.IntakeOff.Load() != lay.IntakeOff ||
 		h.LogprobsOff.Load() != lay.LogprobsOff || h.TopOff.Load() != lay.TopOff || h.ExtrasOff.Load() != lay.ExtrasOff {
 		return s, lay, fmt.Errorf("section offsets disagree with the sizes: %w", ErrLayout)
 	}
@@ -281,6 +283,13 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
 	r.pipes = newBellPipes(dir, mem)
 	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots, pipes: r.pipes}
+	r.intake = &Intake{
+		hdr:     (*RingHeader)(unsafe.Pointer(&mem[l.IntakeOff])),
+		entries: unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.IntakeOff+RingHeaderSize])), s.RingEntries),
+		nslots:  s.Slots,
+		bell:    r.Bell(&r.hdr.Roles[RoleRouter]),
+		now:     time.Now,
+	}
 	r.extras.mem = mem[l.ExtrasOff : l.ExtrasOff+uint64(s.ExtrasBytes) : l.ExtrasOff+uint64(s.ExtrasBytes)]
 	return r
 }
@@ -314,6 +323,9 @@ func (r *Region) Slot(i int) (*Slot, error) {
 
 // Commands is the router→infer command ring.
 func (r *Region) Commands() *Ring { return r.ring }
+
+// Intake is the apiserver→router ring of queued groups.
+func (r *Region) Intake() *Intake { return r.intake }
 
 // Close unmaps the region. The file stays for the other roles.
 func (r *Region) Close() error {

@@ -15,11 +15,12 @@ type Op uint32
 // infer polls every iteration for the requests it runs and the router for
 // the ones it holds Queued (docs/locking.md).
 const (
-	OpNew Op = iota + 1 // start the request in Slot (generation Gen); Arg is 0
+	OpNew    Op = iota + 1 // command ring: start the request in Slot (generation Gen); Arg is 0
+	OpQueued               // intake ring: Slot (generation Gen) was queued; Arg is its place in its group (intake.go)
 	numOps
 )
 
-var opNames = [numOps]string{"", "NEW"}
+var opNames = [numOps]string{"", "NEW", "QUEUED"}
 
 func (o Op) String() string {
 	if o > 0 && o < numOps {
@@ -101,7 +102,7 @@ func (q *Ring) recoverTail() uint64 {
 // Push publishes a command (router). It returns ErrRingFull when infer has
 // not consumed enough; PushWait waits instead.
 func (q *Ring) Push(c Command) (uint64, error) {
-	if c.Op == 0 || c.Op >= numOps || c.Slot >= q.nslots {
+	if c.Op != OpNew || c.Slot >= q.nslots {
 		return 0, fmt.Errorf("push %v slot %d: %w", c.Op, c.Slot, ErrBadIndex)
 	}
 	q.pmu.Lock()
@@ -161,7 +162,7 @@ func (q *Ring) Pop() (c Command, ok bool, err error) {
 	c = Command{Seq: h, Op: Op(e.Op.Load()), Slot: e.Slot.Load(), Gen: e.Gen.Load(), Arg: e.Arg.Load()}
 	q.hdr.Head.Store(h + 1)
 	q.SpaceBell().Ring() // an atomic add; a syscall only if the producer sleeps
-	if c.Op == 0 || c.Op >= numOps || c.Slot >= q.nslots {
+	if c.Op != OpNew || c.Slot >= q.nslots {
 		return c, true, fmt.Errorf("ring entry %d: %v slot %d: %w", h, c.Op, c.Slot, ErrCorrupt)
 	}
 	return c, true, nil

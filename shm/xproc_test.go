@@ -96,6 +96,13 @@ func childMain(mode string, r *Region, n int) int {
 				return 3
 			}
 		}
+	case "announcer": // an apiserver beside others: the intake ring's producer number 3
+		for i := range n {
+			if err := announceRetry(r.Intake(), testGroup(3, i, r.NumSlots()), 10*time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, "child announce:", err)
+				return 10
+			}
+		}
 	case "sleeper": // sleeps on the detokenizer bell until the parent rings
 		rs, _ := r.Role(RoleDetokenizer)
 		bell := r.Bell(rs)

@@ -16,19 +16,21 @@
 //     pipe is 1:1 (one Pusher per destination; many Pushers may feed one
 //     Puller).
 //
-// Channels (DESIGN.md §3): apiserver → router and router → detokenizer are
-// Pusher → Puller; every role → metric is OptionalPusher → Puller (never
-// blocks the sender; drops and counts while metric is down).
+// Channels (DESIGN.md §3): router → detokenizer is Pusher → Puller; every
+// role → metric is OptionalPusher → Puller (never blocks the sender; drops
+// and counts while metric is down). The apiserver → router hop was a
+// Pusher too; it is the shm intake ring now (shm.Intake, issue 25), since
+// it lies on every request's first token.
 //
-// Example, the apiserver side:
+// Example, the router side:
 //
-//	ep, _ := ipc.Endpoint(runDir, ipc.SockRouter)
-//	toRouter, _ := ipc.NewPusher(ep, ipc.Options{Logger: log})
-//	defer toRouter.Close()
-//	err := toRouter.Send(ctx, &ipc.NewGroup{GroupID: gid, Arrival: t0,
+//	ep, _ := ipc.Endpoint(runDir, ipc.SockDetokenizer)
+//	toDetok, _ := ipc.NewPusher(ep, ipc.Options{Logger: log})
+//	defer toDetok.Close()
+//	err := toDetok.Send(ctx, &ipc.NewGroup{GroupID: gid, Arrival: t0,
 //		Slots: []ipc.SlotRef{{Index: uint32(slot.Index), Gen: gen}}})
 //
-// and the router side:
+// and the detokenizer side:
 //
 //	from, err := ipc.NewPuller(ep, ipc.Options{Logger: log})
 //	for {

@@ -16,7 +16,6 @@ const maxSocketPath = 107
 
 // Well-known socket names in an instance's run directory (DESIGN.md §3).
 const (
-	SockRouter      = "router.sock" // PULL, router binds; apiserver pushes new groups
 	SockDetokenizer = "detok.sock"  // PULL, detokenizer binds; router forwards groups
 	SockMetric      = "metric.sock" // PULL, metric binds; every role pushes (optional peer)
 )

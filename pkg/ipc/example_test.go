@@ -9,32 +9,32 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
-// Example: the apiserver → router pipe. The router binds a Puller; the
-// apiserver sends through a Pusher, which (re)connects by itself.
+// Example: the router → detokenizer pipe. The detokenizer binds a Puller;
+// the router sends through a Pusher, which (re)connects by itself.
 func Example() {
 	runDir, _ := os.MkdirTemp("", "ipc-example")
 	defer os.RemoveAll(runDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	ep, err := ipc.Endpoint(runDir, ipc.SockRouter)
+	ep, err := ipc.Endpoint(runDir, ipc.SockDetokenizer)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	router, err := ipc.NewPuller(ep, ipc.Options{})
+	detok, err := ipc.NewPuller(ep, ipc.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer router.Close()
+	defer detok.Close()
 
-	api, _ := ipc.NewPusher(ep, ipc.Options{})
-	defer api.Close()
-	api.Send(ctx, &ipc.NewGroup{GroupID: 16, Arrival: time.Unix(0, 1),
+	router, _ := ipc.NewPusher(ep, ipc.Options{})
+	defer router.Close()
+	router.Send(ctx, &ipc.NewGroup{GroupID: 16, Arrival: time.Unix(0, 1),
 		Slots: []ipc.SlotRef{{Index: 3, Gen: 7}}})
 
-	m, err := router.Recv(ctx)
+	m, err := detok.Recv(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return

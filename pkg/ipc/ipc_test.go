@@ -89,8 +89,8 @@ func TestEndpoint(t *testing.T) {
 	if _, err := Endpoint("/tmp", "a/b"); err == nil {
 		t.Error("accepted a name with a slash")
 	}
-	ep, err := Endpoint("/tmp/run", SockRouter)
-	if err != nil || ep != "ipc:///tmp/run/router.sock" {
+	ep, err := Endpoint("/tmp/run", SockDetokenizer)
+	if err != nil || ep != "ipc:///tmp/run/detok.sock" {
 		t.Errorf("Endpoint = %q, %v", ep, err)
 	}
 	if _, err := NewPuller("tcp://127.0.0.1:1", Options{}); err == nil {

@@ -18,7 +18,7 @@ import (
 type Type uint8
 
 const (
-	TypeNewGroup Type = iota + 1 // apiserver → router, router → detokenizer
+	TypeNewGroup Type = iota + 1 // router → detokenizer
 	TypeMetric                   // every role → metric
 	// TypeBatch is a frame of several messages (EncodeBatch): the
 	// OptionalPusher sends what queued up while it was writing in one

@@ -139,9 +139,6 @@ func (p *Pusher) Send(ctx context.Context, m Message) error {
 	}
 }
 
-// Stats reports messages sent and reconnections made.
-func (p *Pusher) Stats() (sent, reconnects uint64) { return p.sent.Load(), p.reconnects.Load() }
-
 // Close stops any Send in progress (it returns ErrClosed) and closes the
 // socket.
 func (p *Pusher) Close() error {

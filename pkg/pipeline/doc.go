@@ -1,7 +1,8 @@
 // Package pipeline is the glue the request-path roles share: how the
 // instance's shared-memory region is sized and opened, a non-blocking
 // sender over pkg/ipc's PUSH pipe for the request-group messages
-// (apiserver → router → detokenizer).
+// (router → detokenizer; the apiserver announces groups to the router on
+// the shm intake ring, shm.Intake).
 //
 // The ZeroMQ messages are a prompt wake-up, never the only copy of
 // anything: every role also finds its work in the shm slot table (a

@@ -52,9 +52,6 @@ func (s *Sender) Send(m ipc.Message) {
 	}
 }
 
-// Dropped is the number of messages dropped for lack of queue room.
-func (s *Sender) Dropped() uint64 { return s.dropped.Load() }
-
 // Close stops the sender; queued messages are discarded.
 func (s *Sender) Close() {
 	s.cancel()

@@ -23,8 +23,9 @@ import (
 // Router role timing.
 const (
 	// reconcileEvery is how often the slot table is scanned for queued
-	// slots whose group message never arrived (lost while this role or the
-	// apiserver restarted).
+	// slots whose announcement never arrived (an apiserver killed between
+	// queueing a slot and announcing it, an intake ring that was full while
+	// this role was down).
 	reconcileEvery = 200 * time.Millisecond
 	// stallLimit is how long one loop iteration may take before the
 	// heartbeat is withheld (the supervisor then restarts the router).
@@ -38,23 +39,6 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer rr.close()
-	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockRouter)
-	if err != nil {
-		return err
-	}
-	pull, err := ipc.NewPuller(ep, ipc.Options{Logger: log.With().Str("pipe", "apiserver→router").Logger()})
-	if err != nil {
-		return fmt.Errorf("router intake: %w", err)
-	}
-	// Every goroutine touching the region or the intake is joined before
-	// the deferred close unmaps the region: receive ends when the puller
-	// closes, the bell goroutine when loop's context is cancelled.
-	var recvDone sync.WaitGroup
-	defer recvDone.Wait()
-	defer pull.Close()
-	recvDone.Add(1)
-	go func() { defer recvDone.Done(); rr.receive(ctx, pull) }()
-
 	if rr.mc, err = metrics.NewClientFor(cfg, config.RoleRouter, log); err != nil {
 		return err
 	}
@@ -69,8 +53,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	return rr.loop(ctx)
 }
 
-// role is the router process's state; everything but the intake channel and
-// lastLoop belongs to the loop goroutine.
+// role is the router process's state; everything but lastLoop belongs to the
+// loop goroutine.
 type role struct {
 	cfg    *config.Config
 	log    zerolog.Logger
@@ -78,9 +62,9 @@ type role struct {
 	sched  *sched.Scheduler
 	start  time.Time
 
-	intake chan *ipc.NewGroup
-	kick   chan struct{}
-	detok  *pipeline.Sender
+	detok *pipeline.Sender
+	// announced is the intake's groups of this step (kept for its room).
+	announced [][]shm.SlotGen
 
 	entries     map[uint64]*tracked // by sched.Request.ID (slot index<<32 | generation)
 	pendingCmds []pendingCmd        // commands waiting for ring room, in order
@@ -145,8 +129,6 @@ func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role
 	}
 	rr := &role{
 		cfg: cfg, log: log, region: region, sched: sc, start: time.Now(),
-		intake:        make(chan *ipc.NewGroup, 1024),
-		kick:          make(chan struct{}, 1),
 		entries:       map[uint64]*tracked{},
 		unknownQueued: map[uint64]bool{},
 		detokEpoch:    detokState.Epoch.Load(),
@@ -179,36 +161,13 @@ func (rr *role) progress() error {
 	return nil
 }
 
-// receive feeds the loop from the ZeroMQ intake until the socket closes.
-func (rr *role) receive(ctx context.Context, pull *ipc.Puller) {
-	for {
-		m, err := pull.Recv(ctx)
-		if errors.Is(err, ipc.ErrClosed) || ctx.Err() != nil {
-			return
-		}
-		g, ok := m.(*ipc.NewGroup)
-		if err != nil || !ok || len(g.Slots) == 0 {
-			rr.log.Warn().Err(err).Msg("bad group message ignored")
-			continue
-		}
-		select {
-		case rr.intake <- g:
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case rr.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// loop runs a scheduler step whenever groups arrive, infer rings the
-// router's bell (a request was released), or schedule_time_interval passes
-// while the step has something to retry (requests waiting for admission,
-// commands waiting for ring room, queued slots without a group message);
-// otherwise the timer is config.IdleWait, since everything else that
-// matters rings the bell or kicks the loop.
+// loop runs a scheduler step whenever the router's bell rings (the
+// apiserver announced a group on the intake ring, infer released a request),
+// or schedule_time_interval passes while the step has something to retry
+// (requests waiting for admission, commands waiting for ring room, queued
+// slots without an announcement, a hole in the intake ring); otherwise the
+// timer is config.IdleWait, since everything else that matters rings the
+// bell.
 func (rr *role) loop(ctx context.Context) error {
 	rs, err := rr.region.Role(shm.RoleRouter)
 	if err != nil {
@@ -228,13 +187,19 @@ func (rr *role) loop(ctx context.Context) error {
 	bellDone.Add(1)
 	go func() { // turn futex rings into channel sends for the select below
 		defer bellDone.Done()
+		// seen is read before the send that starts a step, so a ring
+		// between that step's look at the intake and this goroutine's
+		// next wait still wakes it (read after the send, it would be lost
+		// until the idle timer).
+		seen := bell.Seq()
 		for ctx.Err() == nil {
-			seen := bell.Seq()
-			if bell.Wait(seen, time.Second) {
-				select {
-				case rung <- struct{}{}:
-				default:
-				}
+			if !bell.Wait(seen, time.Second) {
+				continue
+			}
+			seen = bell.Seq()
+			select {
+			case rung <- struct{}{}:
+			default:
 			}
 		}
 	}()
@@ -254,7 +219,7 @@ func (rr *role) loop(ctx context.Context) error {
 			default:
 			}
 		}
-		if rr.sched.Waiting() > 0 || len(rr.pendingCmds) > 0 || len(rr.unknownQueued) > 0 {
+		if rr.sched.Waiting() > 0 || len(rr.pendingCmds) > 0 || len(rr.unknownQueued) > 0 || rr.region.Intake().Pending() {
 			t.Reset(interval)
 		} else {
 			t.Reset(idle)
@@ -262,7 +227,6 @@ func (rr *role) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-rr.kick:
 		case <-rung:
 		case <-t.C:
 		}
@@ -271,14 +235,7 @@ func (rr *role) loop(ctx context.Context) error {
 
 // step is one router iteration (LightLLM's _step).
 func (rr *role) step() error {
-	for drained := false; !drained; {
-		select {
-		case g := <-rr.intake:
-			rr.onGroup(g)
-		default:
-			drained = true
-		}
-	}
+	rr.takeIntake()
 	if now := time.Now(); now.Sub(rr.lastScan) >= reconcileEvery {
 		rr.lastScan = now
 		rr.reconcile()
@@ -380,6 +337,33 @@ func (rr *role) observe(e *tracked, in *sched.StepInput) (fin *sched.Finished, g
 		rr.paused++
 	}
 	return nil, false
+}
+
+// takeIntake takes the groups the apiserver announced since the last step,
+// in order, as the group messages they stand for.
+func (rr *role) takeIntake() {
+	var st shm.IntakeStats
+	rr.announced, st = rr.region.Intake().Take(rr.announced[:0])
+	if st != (shm.IntakeStats{}) {
+		// Their slots, if still queued, are adopted by the reconcile scan.
+		rr.log.Warn().Int("holes", st.Holes).Int("orphaned", st.Orphaned).Int("corrupt", st.Corrupt).
+			Msg("intake entries stepped over")
+	}
+	for _, a := range rr.announced {
+		g := &ipc.NewGroup{Slots: make([]ipc.SlotRef, len(a))}
+		for i, sg := range a {
+			g.Slots[i] = ipc.SlotRef{Index: sg.Slot, Gen: sg.Gen}
+		}
+		// The group's id and arrival are in its slots (stale ones are
+		// refused by onGroup's state check; the values then do not matter).
+		if s, err := rr.region.Slot(int(a[0].Slot)); err == nil {
+			g.GroupID = s.GroupID.Load()
+			if at := s.ArrivalUnixNano.Load(); at > 0 {
+				g.Arrival = time.Unix(0, at)
+			}
+		}
+		rr.onGroup(g)
+	}
 }
 
 // onGroup takes one group message: forward it to the detokenizer at once

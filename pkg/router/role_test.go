@@ -65,6 +65,18 @@ func msg(group uint64, refs ...[2]uint32) *ipc.NewGroup {
 	return g
 }
 
+// announce plays the apiserver's announcement of one group on the intake.
+func announce(t *testing.T, r *shm.Region, refs ...[2]uint32) {
+	t.Helper()
+	g := make([]shm.SlotGen, len(refs))
+	for i, ref := range refs {
+		g[i] = shm.SlotGen{Slot: ref[0], Gen: ref[1]}
+	}
+	if err := r.Intake().Announce(g); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // commands pops everything on the ring.
 func commands(t *testing.T, r *shm.Region) []shm.Command {
 	t.Helper()
@@ -231,23 +243,37 @@ func TestRoleReconcile(t *testing.T) {
 	}
 }
 
-// TestRoleGroups: the members of one group are admitted together.
+// TestRoleGroups: groups announced on the intake ring are taken in order,
+// and the members of one group are admitted together.
 func TestRoleGroups(t *testing.T) {
 	cfg := roleConfig(t, sched.PolicyConservative)
 	cfg.RunningMaxReqSize = 3
 	rr := newTestRole(t, cfg)
 	r := rr.region
 	a, ag := queue(t, r, 8, 10, 16)
-	rr.onGroup(msg(8, [2]uint32{uint32(a.Index), ag}))
+	announce(t, r, [2]uint32{uint32(a.Index), ag})
 	var refs [][2]uint32
 	for range 3 {
 		s, g := queue(t, r, 16, 10, 16)
 		refs = append(refs, [2]uint32{uint32(s.Index), g})
 	}
-	rr.onGroup(msg(16, refs...))
+	announce(t, r, refs...)
 	step(t, rr)
-	if got := commands(t, r); len(got) != 1 {
-		t.Errorf("%d NEW commands; the 3-member group must wait for room for all of it", len(got))
+	if got := commands(t, r); len(got) != 1 || got[0].Slot != uint32(a.Index) {
+		t.Errorf("commands %v; want the first group's alone: the 3-member group must wait for room for all of it", got)
+	}
+	if len(rr.entries) != 4 {
+		t.Errorf("%d requests tracked after one step, want all 4 announced", len(rr.entries))
+	}
+	for _, e := range rr.entries {
+		if e.msg == nil {
+			t.Fatalf("slot %d: no group message", e.slot.Index)
+		}
+		first, _ := r.Slot(int(e.msg.Slots[0].Index)) // the apiserver stamps a group's slots alike
+		if e.group != e.slot.GroupID.Load() || e.msg.GroupID != e.group ||
+			!e.msg.Arrival.Equal(time.Unix(0, first.ArrivalUnixNano.Load())) {
+			t.Errorf("slot %d: group %d, message %+v", e.slot.Index, e.group, e.msg)
+		}
 	}
 }
 
@@ -301,8 +327,12 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 			cancel()
 			t.Fatal(err)
 		}
-		if i%50 == 0 {
+		switch i % 50 {
+		case 0:
 			queue(t, peer, uint64(i+1), 8, 4) // the scan adopts it: admissions and commands mid-stop
+		case 25:
+			s, gen := queue(t, peer, uint64(i+1), 8, 4)
+			announce(t, peer, [2]uint32{uint32(s.Index), gen})
 		}
 		stopAt := time.Duration(i%5) * time.Millisecond
 		ringing := make(chan struct{})

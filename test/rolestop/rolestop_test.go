@@ -118,8 +118,8 @@ func round(t *testing.T, c *config.Config, peer *shm.Region, run rolectl.RunFunc
 	<-traffic
 }
 
-// send is the traffic: every bell, group messages, a queued request now
-// and then (admitted and run if a router and infer are up), metric events.
+// send is the traffic: every bell, intake announcements and group messages,
+// a queued request now and then (admitted and run if a router and infer are up), metric events.
 func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 	var bells []shm.Bell
 	for _, r := range []shm.Role{shm.RoleAPIServer, shm.RoleRouter, shm.RoleInfer, shm.RoleDetokenizer} {
@@ -128,11 +128,9 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 		}
 	}
 	var pushes []*pipeline.Sender
-	for _, sock := range []string{ipc.SockRouter, ipc.SockDetokenizer} {
-		if ep, err := ipc.Endpoint(c.RunDir, sock); err == nil {
-			if p, err := pipeline.NewSender(ep, 64, zerolog.Nop()); err == nil {
-				pushes = append(pushes, p)
-			}
+	if ep, err := ipc.Endpoint(c.RunDir, ipc.SockDetokenizer); err == nil {
+		if p, err := pipeline.NewSender(ep, 64, zerolog.Nop()); err == nil {
+			pushes = append(pushes, p)
 		}
 	}
 	defer func() {
@@ -145,12 +143,14 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 		defer mc.Close()
 	}
 	var refs []ipc.SlotRef
+	var announce []shm.SlotGen
 	if i%10 == 0 {
 		if s, gen, err := peer.Alloc(1); err == nil {
 			req := shm.Request{RequestID: uint64(i + 1), Prompt: []int32{1, 2, 3, 4}, Arrival: time.Now()}
 			req.Params.MaxNewTokens, req.Params.TopK, req.Params.Temperature, req.Params.TopP, req.Params.RepetitionPenalty = 4, 1, 1, 1, 1
 			if s.Fill(gen, req) == nil && s.Transition(gen, shm.StateAllocated, shm.StateQueued) == nil {
 				refs = append(refs, ipc.SlotRef{Index: uint32(s.Index), Gen: gen})
+				announce = append(announce, shm.SlotGen{Slot: uint32(s.Index), Gen: gen})
 			}
 		}
 	}
@@ -158,6 +158,7 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 		for _, b := range bells {
 			b.Ring()
 		}
+		_ = peer.Intake().Announce(announce) // full while no router runs: the scan finds the slot
 		for _, p := range pushes {
 			p.Send(&ipc.NewGroup{GroupID: uint64(i + 1), Slots: refs})
 		}

@@ -23,7 +23,7 @@ import (
 // when it is back everything serves again.
 func TestRequestPathDown(t *testing.T) {
 	h := newHarness(t, 4)
-	b, err := New(Options{Region: h.region, RouterEndpoint: h.ep, MaxTotalTokens: 1000, Log: zerolog.Nop(),
+	b, err := New(Options{Region: h.region, MaxTotalTokens: 1000, Log: zerolog.Nop(),
 		StallTimeout: 300 * time.Millisecond, UnavailableTimeout: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
-	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
@@ -52,8 +50,6 @@ const strandEvery = 50 * time.Millisecond
 // Options configure New.
 type Options struct {
 	Region *shm.Region
-	// RouterEndpoint is the router's intake, ipc.Endpoint(run_dir, ipc.SockRouter).
-	RouterEndpoint string
 	// MaxTotalTokens is the configured KV capacity, used until infer
 	// publishes the real one.
 	MaxTotalTokens int
@@ -77,7 +73,6 @@ type Backend struct {
 	epoch  uint32
 	log    zerolog.Logger
 	bell   shm.Bell
-	router *pipeline.Sender
 	roles  [3]*shm.RoleState // router, infer, detokenizer
 
 	ctx    context.Context
@@ -129,10 +124,6 @@ func New(o Options) (*Backend, error) {
 		cancel()
 		return nil, err
 	}
-	if b.router, err = pipeline.NewSender(o.RouterEndpoint, 4096, o.Log.With().Str("pipe", "apiserver→router").Logger()); err != nil {
-		cancel()
-		return nil, err
-	}
 	b.recover(false)
 	b.wg.Add(1)
 	go b.dispatch()
@@ -173,13 +164,12 @@ func (b *Backend) recover(orphans bool) {
 	}
 }
 
-// Close stops the dispatcher and the router pipe. Slots still in use are
-// left to the next apiserver's recovery.
+// Close stops the dispatcher. Slots still in use are left to the next
+// apiserver's recovery.
 func (b *Backend) Close() {
 	b.cancel()
 	b.bell.Ring()
 	b.wg.Wait()
-	b.router.Close()
 }
 
 // Epoch is this apiserver's epoch.
@@ -267,7 +257,8 @@ func (b *Backend) MaxTotalTokens() int {
 }
 
 // Submit allocates one slot per sequence, fills and publishes them, and
-// pushes the group to the router. A full slot table is ErrOverloaded.
+// announces the group to the router on the intake ring. A full slot table
+// is ErrOverloaded.
 func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -332,14 +323,18 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 			return fail(err)
 		}
 	}
-	msg := &ipc.NewGroup{GroupID: id, Arrival: g.Arrival}
+	announce := make([]shm.SlotGen, 0, len(seqs))
 	for _, q := range seqs {
 		if err := q.slot.Transition(q.gen, shm.StateAllocated, shm.StateQueued); err != nil {
 			return fail(err) // only this process holds Allocated slots; cannot happen
 		}
-		msg.Slots = append(msg.Slots, ipc.SlotRef{Index: uint32(q.slot.Index), Gen: q.gen})
+		announce = append(announce, shm.SlotGen{Slot: uint32(q.slot.Index), Gen: q.gen})
 	}
-	b.router.Send(msg)
+	if err := b.region.Intake().Announce(announce); err != nil {
+		// The ring is full only while the router is down; its slot-table
+		// scan finds the queued slots when it is back.
+		b.log.Warn().Err(err).Uint64("group", id).Msg("group not announced to the router")
+	}
 
 	gr := newGroup(id, seqs)
 	b.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +22,7 @@ import (
 type harness struct {
 	t      *testing.T
 	region *shm.Region
-	router *ipc.Puller
-	ep     string
+	taken  [][]shm.SlotGen // announced groups not yet returned by recv
 }
 
 func newHarness(t *testing.T, slots uint32) *harness {
@@ -36,18 +34,12 @@ func newHarness(t *testing.T, slots uint32) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Destroy() })
-	ep := "ipc://" + filepath.Join(dir, "router.sock")
-	p, err := ipc.NewPuller(ep, ipc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return &harness{t: t, region: r, router: p, ep: ep}
+	return &harness{t: t, region: r}
 }
 
 func (h *harness) backend() *Backend {
 	h.t.Helper()
-	b, err := New(Options{Region: h.region, RouterEndpoint: h.ep, MaxTotalTokens: 1000, Log: zerolog.Nop(),
+	b, err := New(Options{Region: h.region, MaxTotalTokens: 1000, Log: zerolog.Nop(),
 		DecodeIDs: func(ids []int32) string { return "<decoded>" }})
 	if err != nil {
 		h.t.Fatal(err)
@@ -56,19 +48,33 @@ func (h *harness) backend() *Backend {
 	return b
 }
 
-// recv waits for the next group message.
+// recv plays the router: it waits on the router's bell for the next group
+// announced on the intake ring.
 func (h *harness) recv() *ipc.NewGroup {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	m, err := h.router.Recv(ctx)
+	rs, _ := h.region.Role(shm.RoleRouter)
+	bell := h.region.Bell(rs)
+	for deadline := time.Now().Add(5 * time.Second); len(h.taken) == 0; {
+		seen := bell.Seq()
+		var st shm.IntakeStats
+		if h.taken, st = h.region.Intake().Take(h.taken); st != (shm.IntakeStats{}) {
+			h.t.Fatalf("intake stepped over %+v", st)
+		}
+		if len(h.taken) == 0 && !bell.Wait(seen, time.Until(deadline)) {
+			h.t.Fatal("no group announced within 5s")
+		}
+	}
+	a := h.taken[0]
+	h.taken = h.taken[1:]
+	g := &ipc.NewGroup{}
+	for _, sg := range a {
+		g.Slots = append(g.Slots, ipc.SlotRef{Index: sg.Slot, Gen: sg.Gen})
+	}
+	s, err := h.region.Slot(int(a[0].Slot))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	g, ok := m.(*ipc.NewGroup)
-	if !ok {
-		h.t.Fatalf("message %T", m)
-	}
+	g.GroupID = s.GroupID.Load()
 	return g
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/config"
 	"github.com/lightllm-go/lightllm/pkg/grammar"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
@@ -34,12 +33,8 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 		return err
 	}
 	defer region.Close()
-	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockRouter)
-	if err != nil {
-		return err
-	}
 	b, err := New(Options{
-		Region: region, RouterEndpoint: ep, MaxTotalTokens: cfg.MaxTotalTokenNum,
+		Region: region, MaxTotalTokens: cfg.MaxTotalTokenNum,
 		HealthTimeout: cfg.HealthTimeout.D(), StallTimeout: cfg.StallTimeout.D(), UnavailableTimeout: cfg.UnavailableTimeout.D(), Log: log,
 		DecodeIDs: func(ids []int32) string { return tok.Decode(ids, false) },
 	})
