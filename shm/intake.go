@@ -61,9 +61,6 @@ type SlotGen struct {
 	Gen  uint32
 }
 
-// Cap is the number of entries.
-func (q *Intake) Cap() int { return len(q.entries) }
-
 // Announce publishes one group of queued slots and rings the router. It
 // returns ErrRingFull when the router has fallen that far behind (it is
 // down): the caller goes on, and the router finds the slots in its scan.
