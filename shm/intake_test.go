@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -201,12 +202,15 @@ func TestIntakeConcurrentProducers(t *testing.T) {
 			}
 		}()
 	}
+	rs, _ := r.Role(RoleRouter)
+	bell := r.Bell(rs) // what Announce rings
 	next := make([]int, producers+1)
 	var got [][]SlotGen
 	for deadline := time.Now().Add(20 * time.Second); slices.Min(next) < perProducer; {
 		if time.Now().After(deadline) {
 			t.Fatalf("took %v of %d groups per producer", next, perProducer)
 		}
+		seen := bell.Seq()
 		var st IntakeStats
 		got, st = q.Take(got[:0])
 		if st != (IntakeStats{}) {
@@ -220,14 +224,15 @@ func TestIntakeConcurrentProducers(t *testing.T) {
 			next[p]++
 		}
 		if len(got) == 0 {
-			time.Sleep(50 * time.Microsecond)
+			bell.Wait(seen, time.Until(deadline))
 		}
 	}
 	wg.Wait()
 	waitChild(t, child)
 }
 
-// announceRetry announces g, waiting while the ring is full.
+// announceRetry announces g, yielding while the ring is full (a producer
+// has no bell for room: the real one refuses instead of waiting).
 func announceRetry(q *Intake, g []SlotGen, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
@@ -235,6 +240,6 @@ func announceRetry(q *Intake, g []SlotGen, limit time.Duration) error {
 		if !errors.Is(err, ErrRingFull) || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(20 * time.Microsecond)
+		runtime.Gosched()
 	}
 }
