@@ -21,7 +21,8 @@
 //	defer r.Destroy()
 //
 // The apiserver allocates a slot, fills it, publishes it, then announces it
-// to the router on the intake ring and reads text back:
+// to the detokenizer and the router on their intake rings and reads text
+// back:
 //
 //	r, _ := shm.Attach("", "8080")
 //	epoch, _ := r.BeginEpoch(shm.RoleAPIServer)
@@ -29,7 +30,9 @@
 //	s, gen, err := r.Alloc(epoch)
 //	err = s.Fill(gen, shm.Request{RequestID: id, Prompt: ids, Params: p})
 //	err = s.Transition(gen, shm.StateAllocated, shm.StateQueued)
-//	err = r.Intake().Announce([]shm.SlotGen{{Slot: uint32(s.Index), Gen: gen}})
+//	g := []shm.SlotGen{{Slot: uint32(s.Index), Gen: gen}}
+//	err = r.DetokIntake().Announce(g) // first: the router's admission leads to the first token
+//	err = r.Intake().Announce(g)
 //	piece, ok, err := s.PopText(buf)
 //	// ... after the Final piece and DetokDone: s.Release(gen)
 //
@@ -43,6 +46,10 @@
 //	c, err := r.Commands().PopWait(ctx) // infer
 //	s.SetOutput(i, tok); s.Publish(uint32(i+1), shm.FinishNone)
 //	detok, _ := r.Role(shm.RoleDetokenizer); r.Bell(detok).Ring()
+//
+// The detokenizer, woken by that bell, takes its ring and decodes:
+//
+//	groups, _ := r.DetokIntake().Take(nil)
 //
 // Waiting is a brief poll, then a sleep on a shared word (Bell): in the
 // netpoller on the bell's FIFO in the instance directory, else in

@@ -28,16 +28,20 @@ func Example() {
 	}
 	defer region.Destroy()
 
-	// apiserver: allocate, fill, publish (then it would push ipc.NewGroup)
+	// apiserver: allocate, fill, publish, announce
 	api, _ := shm.Attach(base, "demo")
 	epoch, _ := api.BeginEpoch(shm.RoleAPIServer)
 	slot, gen, _ := api.Alloc(epoch)
 	slot.Fill(gen, shm.Request{RequestID: 8, GroupID: 8, Arrival: time.Now(),
 		Prompt: []int32{1, 15043}, Params: sampler.Params{MaxNewTokens: 2, TopK: -1, Seed: -1}})
 	slot.Transition(gen, shm.StateAllocated, shm.StateQueued)
+	group := []shm.SlotGen{{Slot: uint32(slot.Index), Gen: gen}}
+	api.DetokIntake().Announce(group)
+	api.Intake().Announce(group)
 
-	// router: admit and command infer
-	rs, _ := region.Slot(slot.Index)
+	// router: take the announcement, admit and command infer
+	taken, _ := region.Intake().Take(nil)
+	rs, _ := region.Slot(int(taken[0][0].Slot))
 	rs.Transition(gen, shm.StateQueued, shm.StateRunning)
 	region.Commands().PushWait(ctx, shm.Command{Op: shm.OpNew, Slot: uint32(slot.Index), Gen: gen})
 
@@ -49,7 +53,10 @@ func Example() {
 	is.Publish(2, shm.FinishStop)
 	is.MarkInferReleased(cmd.Gen, shm.StateRunning, shm.FinishStop)
 
-	// detokenizer: read the published ids, queue text, mark done
+	// detokenizer: take the announcement, read the published ids, queue
+	// text, mark done
+	taken, _ = region.DetokIntake().Take(nil)
+	fmt.Println("detokenizer: announced slot is infer's:", int(taken[0][0].Slot) == is.Index)
 	out, _ := is.Outputs()
 	is.PushText(shm.TextPiece{Text: []byte(" world"), SrcIndex: 0})
 	is.PushText(shm.TextPiece{SrcIndex: 1, Final: true})
@@ -69,6 +76,7 @@ func Example() {
 	fmt.Println("release:", slot.Release(gen))
 	api.Close()
 	// Output:
+	// detokenizer: announced slot is infer's: true
 	// piece " world" final=false
 	// piece "" final=true
 	// finish: stop outputs: [3186 2]

@@ -28,13 +28,14 @@ func FuzzAttach(f *testing.F) {
 			f.Fatal(err)
 		}
 		// Live content: a running request with text queued, a command in
-		// the ring and an announcement in the intake ring.
+		// the ring and an announcement in both intake rings.
 		sl, gen, _ := r.Alloc(1)
 		sl.Fill(gen, Request{Prompt: []int32{1}, Params: sampler.Params{MaxNewTokens: 0}})
 		sl.Transition(gen, StateAllocated, StateQueued)
 		sl.PushText(TextPiece{Text: []byte("ab"), Final: true})
 		r.Commands().Push(Command{Op: OpNew, Slot: 0, Gen: gen})
 		r.Intake().Announce([]SlotGen{{Slot: 0, Gen: gen}})
+		r.DetokIntake().Announce([]SlotGen{{Slot: 0, Gen: gen}})
 		data, err := os.ReadFile(r.Path())
 		if err != nil {
 			f.Fatal(err)
@@ -108,13 +109,14 @@ func exercise(r *Region) {
 		}
 	}
 	_, _ = q.Push(Command{Op: OpNew, Slot: 0})
-	in := r.Intake()
-	in.Take(nil)
-	in.now = func() time.Time { return time.Now().Add(time.Hour) } // every hole has timed out
-	in.Take(nil)
-	in.Take(nil)
-	_ = in.Announce([]SlotGen{{Slot: 0}, {Slot: 0}})
-	in.Take(nil)
+	for _, in := range []*Intake{r.Intake(), r.DetokIntake()} {
+		in.Take(nil)
+		in.now = func() time.Time { return time.Now().Add(time.Hour) } // every hole has timed out
+		in.Take(nil)
+		in.Take(nil)
+		_ = in.Announce([]SlotGen{{Slot: 0}, {Slot: 0}})
+		in.Take(nil)
+	}
 	for _, role := range []Role{RoleInfer, Role(200)} {
 		if rs, err := r.Role(role); err == nil {
 			r.Bell(rs).Ring()

@@ -5,17 +5,20 @@ import (
 	"time"
 )
 
-// Intake is the apiserver→router ring: the apiserver announces each group
-// of slots it has just queued, the router takes the announcements in order.
-// It replaced a ZeroMQ push (issue 25): that hop went through two goroutine
-// hand-offs in each process and a socket write, 0.3 ms at one stream and
-// 2 ms on average (p90 3.8 ms) at 64 streams on a two-core host, all of it on
-// every request's first token. An announcement is a few atomic stores and a
+// Intake is an apiserver→consumer ring of queued groups: the apiserver
+// announces each group of slots it has just queued, the consumer takes the
+// announcements in order. There are two, one for the router and one for
+// the detokenizer (Region.Intake, Region.DetokIntake). They replaced
+// ZeroMQ pushes (issue 25): apiserver → router, then the router forwarding
+// each group to the detokenizer, each hop two goroutine hand-offs per
+// process and a socket write; the first was 0.3 ms at one stream and 2 ms
+// on average (p90 3.8 ms) at 64 streams on a two-core host, on every
+// request's first token. An announcement is a few atomic stores, plus a
 // ring of the router's bell, which the router already sleeps on.
 //
-// Like the ZeroMQ message it replaces, an announcement is a prompt wake-up,
-// never the only copy: the slot itself (state Queued, its GroupID and
-// Arrival) is the request, and the router's slot-table scans adopt a
+// Like the ZeroMQ messages they replace, an announcement is a prompt
+// wake-up, never the only copy: the slot itself (state Queued, its GroupID
+// and Arrival) is the request, and the consumers' slot-table scans adopt a
 // queued slot whose announcement never came. So the ring may lose an entry
 // to a crash, and when full it refuses instead of blocking the apiserver.
 //
@@ -34,7 +37,7 @@ type Intake struct {
 	hdr     *RingHeader
 	entries []RingEntry
 	nslots  uint32
-	bell    Bell // the router's: it sleeps on one bell for everything
+	bell    *Bell // rung by Announce; nil: none (the detokenizer's ring)
 
 	// Consumer-local: since when the consumer has waited on a hole, and
 	// the Tail it saw then; every position below that Tail has been claimed
@@ -49,7 +52,7 @@ type Intake struct {
 // published before it steps over it. A live producer publishes within
 // microseconds of its claim (no allocation or syscall in between), so only
 // a producer killed in that window leaves a hole this old; its slots are
-// adopted by the router's slot-table scan.
+// adopted by the consumer's slot-table scan.
 const HoleTimeout = time.Second
 
 // maxGroup bounds a group's size in Arg's 16 bits.
@@ -61,9 +64,10 @@ type SlotGen struct {
 	Gen  uint32
 }
 
-// Announce publishes one group of queued slots and rings the router. It
-// returns ErrRingFull when the router has fallen that far behind (it is
-// down): the caller goes on, and the router finds the slots in its scan.
+// Announce publishes one group of queued slots and rings the consumer's
+// bell, if the ring has one. It returns ErrRingFull when the consumer has
+// fallen that far behind (it is down): the caller goes on, and the
+// consumer finds the slots in its scan.
 func (q *Intake) Announce(group []SlotGen) error {
 	k := uint64(len(group))
 	capN := uint64(len(q.entries))
@@ -104,7 +108,9 @@ func (q *Intake) Announce(group []SlotGen) error {
 	for i := k; i > 0; i-- { // last to first: the first store makes the group visible
 		q.entries[(t+i-1)%capN].Seq.Store(t + i)
 	}
-	q.bell.Ring()
+	if q.bell != nil {
+		q.bell.Ring()
+	}
 	return nil
 }
 
@@ -116,13 +122,13 @@ type IntakeStats struct {
 }
 
 // Take appends every group announced since the last call to out, in
-// announcement order, and returns it (the router, its only caller).
+// announcement order, and returns it (the ring's one consumer calls it).
 func (q *Intake) Take(out [][]SlotGen) ([][]SlotGen, IntakeStats) {
 	var st IntakeStats
 	capN := uint64(len(q.entries))
 	// One call moves Head at most one lap: producers never claim more than
 	// that ahead of it, so a longer walk means a tampered Tail (it must
-	// not hold the router for 2^64 steps).
+	// not hold the consumer for 2^64 steps).
 	for h0 := q.hdr.Head.Load(); ; {
 		h := q.hdr.Head.Load()
 		if h-h0 >= capN {
@@ -186,6 +192,6 @@ func (q *Intake) group(h, size uint64) ([]SlotGen, bool) {
 	return g, true
 }
 
-// Pending reports whether the consumer is waiting out a hole (the router
-// then comes back sooner than its idle wait).
+// Pending reports whether the consumer is waiting out a hole (it then
+// comes back sooner than its idle wait).
 func (q *Intake) Pending() bool { return !q.holeSince.IsZero() }

@@ -20,35 +20,63 @@ func testGroup(p, n, slots int) []SlotGen {
 	return g
 }
 
+// TestIntakeGroupsInOrder: each ring hands its groups over whole and in
+// order, rings its own consumer's bell only (the router's) or none (the
+// detokenizer's), and shows nothing announced on the other ring.
 func TestIntakeGroupsInOrder(t *testing.T) {
-	r := newTestRegion(t, smallSizes) // 8 entries, 4 slots
-	q := r.Intake()
-	rs, _ := r.Role(RoleRouter)
-	bell := r.Bell(rs)
-	n := 0
-	// Many laps with one to three groups in flight cross the end of the
-	// array in every position.
-	for lap := range 60 {
-		var want [][]SlotGen
-		for range 1 + lap%3 {
-			g := testGroup(0, n, 4)
-			n++
-			seen := bell.Seq()
-			if err := q.Announce(g); err != nil {
-				t.Fatalf("lap %d: announce %v: %v", lap, g, err)
+	for _, c := range []struct {
+		name      string
+		ring      func(*Region) *Intake
+		other     func(*Region) *Intake
+		rings     []Role // the bells Announce rings
+		silentFor []Role
+	}{
+		{"router", (*Region).Intake, (*Region).DetokIntake, []Role{RoleRouter}, []Role{RoleDetokenizer, RoleInfer}},
+		{"detokenizer", (*Region).DetokIntake, (*Region).Intake, nil, []Role{RoleRouter, RoleDetokenizer, RoleInfer}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newTestRegion(t, smallSizes) // 8 entries, 4 slots
+			q, other := c.ring(r), c.other(r)
+			bell := func(role Role) Bell { rs, _ := r.Role(role); return r.Bell(rs) }
+			n := 0
+			// Many laps with one to three groups in flight cross the end of
+			// the array in every position.
+			for lap := range 60 {
+				var want [][]SlotGen
+				for range 1 + lap%3 {
+					g := testGroup(0, n, 4)
+					n++
+					seen := map[Role]uint32{}
+					for _, role := range append(slices.Clone(c.rings), c.silentFor...) {
+						seen[role] = bell(role).Seq()
+					}
+					if err := q.Announce(g); err != nil {
+						t.Fatalf("lap %d: announce %v: %v", lap, g, err)
+					}
+					for _, role := range c.rings {
+						if bell(role).Seq() == seen[role] {
+							t.Fatalf("Announce did not ring %v's bell", role)
+						}
+					}
+					for _, role := range c.silentFor {
+						if bell(role).Seq() != seen[role] {
+							t.Fatalf("Announce rang %v's bell", role)
+						}
+					}
+					want = append(want, g)
+				}
+				if got, _ := other.Take(nil); len(got) != 0 {
+					t.Fatalf("lap %d: the other ring took %v", lap, got)
+				}
+				got, st := q.Take(nil)
+				if !slices.EqualFunc(got, want, slices.Equal) || st != (IntakeStats{}) {
+					t.Fatalf("lap %d: took %v %+v, want %v", lap, got, st, want)
+				}
+				if got, _ := q.Take(nil); len(got) != 0 || q.Pending() {
+					t.Fatalf("lap %d: second take %v pending %v", lap, got, q.Pending())
+				}
 			}
-			if bell.Seq() == seen {
-				t.Fatal("Announce did not ring the router's bell")
-			}
-			want = append(want, g)
-		}
-		got, st := q.Take(nil)
-		if !slices.EqualFunc(got, want, slices.Equal) || st != (IntakeStats{}) {
-			t.Fatalf("lap %d: took %v %+v, want %v", lap, got, st, want)
-		}
-		if got, _ := q.Take(nil); len(got) != 0 || q.Pending() {
-			t.Fatalf("lap %d: second take %v pending %v", lap, got, q.Pending())
-		}
+		})
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 	// last, so a file whose magic is 0 is still being initialised.
 	Magic uint64 = 0x4D48534F474D4C4C
 	// LayoutVersion changes whenever any offset, size or meaning changes.
-	LayoutVersion uint32 = 7
+	LayoutVersion uint32 = 8
 
 	HeaderSize     = 1024 // bytes, sizeof(Header)
 	SlotSize       = 512  // bytes, sizeof(Req)
@@ -109,8 +109,9 @@ const (
 //	440    8    ExtrasOff         launcher           all
 //	448    4    ExtrasBytes       launcher           all (size of the extras pool)
 //	452    4    (reserved)
-//	456    8    IntakeOff         launcher           all (intake ring: RingEntries entries too)
-//	464    560  (reserved, zero)
+//	456    8    IntakeOff         launcher           all (router's intake ring: RingEntries entries too)
+//	464    8    DetokIntakeOff    launcher           all (detokenizer's intake ring: the same size)
+//	472    552  (reserved, zero)
 type Header struct {
 	Magic           atomic.Uint64
 	Version         atomic.Uint32
@@ -139,7 +140,8 @@ type Header struct {
 	ExtrasBytes     atomic.Uint32
 	_               uint32
 	IntakeOff       atomic.Uint64
-	_               [560]byte
+	DetokIntakeOff  atomic.Uint64
+	_               [552]byte
 }
 
 // Load holds the counters that the router, /token_load and /health read.
@@ -424,7 +426,7 @@ func (s Sizes) PerSlotBytes() uint64 {
 // layout is where each section starts; computed from Sizes alone so that
 // attach can recompute it and compare with what the header claims.
 type layout struct {
-	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, IntakeOff, ExtrasOff, FileSize uint64
+	SlotsOff, TokensOff, LogprobsOff, TextOff, TopOff, RingOff, IntakeOff, DetokIntakeOff, ExtrasOff, FileSize uint64
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }
@@ -440,7 +442,8 @@ func computeLayout(s Sizes) (layout, error) {
 	l.TopOff = alignUp(l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes), sectionAlign)
 	l.RingOff = alignUp(l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize, sectionAlign)
 	l.IntakeOff = alignUp(l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
-	l.ExtrasOff = alignUp(l.IntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
+	l.DetokIntakeOff = alignUp(l.IntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
+	l.ExtrasOff = alignUp(l.DetokIntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize, sectionAlign)
 	l.FileSize = alignUp(l.ExtrasOff+uint64(s.ExtrasBytes), fileAlign)
 	if l.FileSize > MaxFileSize {
 		return l, fmt.Errorf("layout needs %d bytes, more than the %d limit", l.FileSize, uint64(MaxFileSize))

@@ -78,6 +78,7 @@ func TestLayoutOffsets(t *testing.T) {
 		{"Header.ExtrasOff", unsafe.Offsetof(h.ExtrasOff), 440},
 		{"Header.ExtrasBytes", unsafe.Offsetof(h.ExtrasBytes), 448},
 		{"Header.IntakeOff", unsafe.Offsetof(h.IntakeOff), 456},
+		{"Header.DetokIntakeOff", unsafe.Offsetof(h.DetokIntakeOff), 464},
 		{"Req.StateGen", unsafe.Offsetof(q.StateGen), 0},
 		{"Req.PromptLen", unsafe.Offsetof(q.PromptLen), 48},
 		{"Req.Abort", unsafe.Offsetof(q.Abort), 92},
@@ -209,7 +210,7 @@ func TestComputeLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.LogprobsOff, l.TextOff, l.TopOff, l.RingOff, l.IntakeOff, l.ExtrasOff} {
+			for _, off := range []uint64{l.SlotsOff, l.TokensOff, l.LogprobsOff, l.TextOff, l.TopOff, l.RingOff, l.IntakeOff, l.DetokIntakeOff, l.ExtrasOff} {
 				if off%sectionAlign != 0 {
 					t.Errorf("offset %d not %d-aligned", off, sectionAlign)
 				}
@@ -224,7 +225,8 @@ func TestComputeLayout(t *testing.T) {
 				l.TopOff < l.TextOff+uint64(s.Slots)*uint64(s.TextQueueBytes) ||
 				l.RingOff < l.TopOff+uint64(s.Slots)*uint64(s.TopRingEntries)*TopEntrySize ||
 				l.IntakeOff < l.RingOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize ||
-				l.ExtrasOff < l.IntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize ||
+				l.DetokIntakeOff < l.IntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize ||
+				l.ExtrasOff < l.DetokIntakeOff+RingHeaderSize+uint64(s.RingEntries)*RingEntrySize ||
 				l.FileSize < l.ExtrasOff+uint64(s.ExtrasBytes) {
 				t.Errorf("sections overlap: %+v", l)
 			}

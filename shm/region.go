@@ -43,11 +43,12 @@ type Region struct {
 	mem   []byte
 	sizes Sizes
 
-	hdr    *Header
-	reqs   []Req
-	slots  []Slot
-	ring   *Ring
-	intake *Intake
+	hdr         *Header
+	reqs        []Req
+	slots       []Slot
+	ring        *Ring
+	intake      *Intake // the router's
+	detokIntake *Intake
 
 	// allocHint spreads concurrent Alloc calls over the table (process-local).
 	allocHint atomic.Uint32
@@ -138,6 +139,7 @@ func Create(opts CreateOptions) (*Region, error) {
 	h.TextOff.Store(lay.TextOff)
 	h.RingOff.Store(lay.RingOff)
 	h.IntakeOff.Store(lay.IntakeOff)
+	h.DetokIntakeOff.Store(lay.DetokIntakeOff)
 	h.LogprobsOff.Store(lay.LogprobsOff)
 	h.TopOff.Store(lay.TopOff)
 	h.TopRingEntries.Store(sizes.TopRingEntries)
@@ -247,6 +249,7 @@ func checkHeader(h *Header, fileSize uint64) (Sizes, layout, error) {
 	}
 	if h.SlotsOff.Load() != lay.SlotsOff || h.TokensOff.Load() != lay.TokensOff ||
 		h.TextOff.Load() != lay.TextOff || h.RingOff.Load() != lay.RingOff || h.IntakeOff.Load() != lay.IntakeOff ||
+		h.DetokIntakeOff.Load() != lay.DetokIntakeOff ||
 		h.LogprobsOff.Load() != lay.LogprobsOff || h.TopOff.Load() != lay.TopOff || h.ExtrasOff.Load() != lay.ExtrasOff {
 		return s, lay, fmt.Errorf("section offsets disagree with the sizes: %w", ErrLayout)
 	}
@@ -283,13 +286,20 @@ func newRegion(path, dir string, mem []byte, s Sizes, l layout) *Region {
 	entries := unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.RingOff+RingHeaderSize])), s.RingEntries)
 	r.pipes = newBellPipes(dir, mem)
 	r.ring = &Ring{hdr: rh, entries: entries, nslots: s.Slots, pipes: r.pipes}
-	r.intake = &Intake{
-		hdr:     (*RingHeader)(unsafe.Pointer(&mem[l.IntakeOff])),
-		entries: unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[l.IntakeOff+RingHeaderSize])), s.RingEntries),
-		nslots:  s.Slots,
-		bell:    r.Bell(&r.hdr.Roles[RoleRouter]),
-		now:     time.Now,
+	intake := func(off uint64, bell *Bell) *Intake {
+		return &Intake{
+			hdr:     (*RingHeader)(unsafe.Pointer(&mem[off])),
+			entries: unsafe.Slice((*RingEntry)(unsafe.Pointer(&mem[off+RingHeaderSize])), s.RingEntries),
+			nslots:  s.Slots,
+			bell:    bell,
+			now:     time.Now,
+		}
 	}
+	routerBell := r.Bell(&r.hdr.Roles[RoleRouter])
+	r.intake = intake(l.IntakeOff, &routerBell)
+	// No bell: a queued request gives the detokenizer nothing to do until
+	// infer publishes its first token, and infer rings the detokenizer then.
+	r.detokIntake = intake(l.DetokIntakeOff, nil)
 	r.extras.mem = mem[l.ExtrasOff : l.ExtrasOff+uint64(s.ExtrasBytes) : l.ExtrasOff+uint64(s.ExtrasBytes)]
 	return r
 }
@@ -324,8 +334,14 @@ func (r *Region) Slot(i int) (*Slot, error) {
 // Commands is the router→infer command ring.
 func (r *Region) Commands() *Ring { return r.ring }
 
-// Intake is the apiserver→router ring of queued groups.
+// Intake is the apiserver→router ring of queued groups; announcing on it
+// rings the router.
 func (r *Region) Intake() *Intake { return r.intake }
+
+// DetokIntake is the apiserver→detokenizer ring of the same groups;
+// announcing on it rings nobody (the detokenizer takes it at every pass,
+// and infer rings it for a request's first token).
+func (r *Region) DetokIntake() *Intake { return r.detokIntake }
 
 // Close unmaps the region. The file stays for the other roles.
 func (r *Region) Close() error {

@@ -251,7 +251,7 @@ func DefaultConfig() Config {
 
 // IdleWait is how long a pipeline role's loop sleeps on its doorbell while
 // nothing is due: whatever it waits for rings the bell, so the timeout
-// only paces the periodic checks (a peer that restarted, a group message
+// only paces the periodic checks (a peer that restarted, an announcement
 // that never came). Each timeout is a wake-up of the role and of its Go
 // runtime's sysmon, which on a machine with few cores pre-empts infer's
 // workers (issue 25). 200 ms, or a quarter of StallTimeout when that is

@@ -115,8 +115,8 @@ func (c *Config) StatePath() string { return filepath.Join(c.RunDir, StateFileNa
 func (c *Config) ControlSocketPath() string { return filepath.Join(c.RunDir, ControlSockName) }
 
 // SocketPath is the path of a named unix/ipc socket of this instance, e.g.
-// SocketPath("detok") for the detokenizer's ZMQ PULL endpoint
-// (ipc://<run_dir>/detok.sock). The supervisor removes every *.sock in the
+// SocketPath("metric") for the metric role's ZMQ PULL endpoint
+// (ipc://<run_dir>/metric.sock). The supervisor removes every *.sock in the
 // run dir when the instance stops.
 func (c *Config) SocketPath(name string) string {
 	return filepath.Join(c.RunDir, name+sockSuffix)

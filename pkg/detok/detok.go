@@ -16,14 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/model"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
@@ -38,7 +36,8 @@ const (
 	// otherwise; infer rings the bell after publishing tokens).
 	idleWait = 20 * time.Millisecond
 	// scanEvery is how often the slot table is scanned for live requests
-	// whose group message did not arrive (sent while this role restarted).
+	// whose announcement never came (the intake ring was full while this
+	// role was down, or its producer died mid-announcement).
 	scanEvery = 50 * time.Millisecond
 	// stallLimit: a loop iteration this long withholds the heartbeat.
 	stallLimit = 10 * time.Second
@@ -61,15 +60,6 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err != nil {
 		return fmt.Errorf("detokenizer: %w", err)
 	}
-	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockDetokenizer)
-	if err != nil {
-		return err
-	}
-	pull, err := ipc.NewPuller(ep, ipc.Options{Logger: log.With().Str("pipe", "router→detokenizer").Logger()})
-	if err != nil {
-		return fmt.Errorf("detokenizer intake: %w", err)
-	}
-	defer pull.Close()
 	region, err := pipeline.OpenRegion(ctx, cfg, false)
 	if err != nil {
 		return err
@@ -80,13 +70,6 @@ func Run(ctx context.Context, cfg *config.Config, log zerolog.Logger, ctl *rolec
 	if err != nil {
 		return err
 	}
-	// receive rings the detokenizer's bell (shm): it is joined, after the
-	// puller closes, before the deferred region.Close unmaps the region.
-	var recvDone sync.WaitGroup
-	defer recvDone.Wait()
-	defer pull.Close()
-	recvDone.Add(1)
-	go func() { defer recvDone.Done(); w.receive(ctx, pull) }()
 	ctl.SetProgressCheck(w.Progress)
 	if err := ctl.Ready(ctx); err != nil {
 		return err
@@ -109,7 +92,7 @@ type Options struct {
 }
 
 // Worker decodes the live slots of a region. Run and Pass must be called
-// from one goroutine; Track and Progress from any.
+// from one goroutine; Progress from any.
 type Worker struct {
 	region *shm.Region
 	tok    Tokenizer
@@ -118,7 +101,7 @@ type Worker struct {
 	self   *shm.RoleState
 	api    *shm.RoleState
 
-	intake   chan ipc.SlotRef
+	taken    [][]shm.SlotGen // DetokIntake's groups, reused between passes
 	slots    map[int]*dslot
 	lastScan time.Time
 	lastIter atomic.Int64
@@ -147,7 +130,7 @@ type dslot struct {
 // NewWorker takes the detokenizer role in region (bumping its epoch).
 func NewWorker(region *shm.Region, tok Tokenizer, o Options) (*Worker, error) {
 	w := &Worker{region: region, tok: tok, log: o.Log, eos: map[int32]bool{},
-		intake: make(chan ipc.SlotRef, 4096), slots: map[int]*dslot{}, idleWait: o.IdleWait, streamInterval: o.StreamInterval}
+		slots: map[int]*dslot{}, idleWait: o.IdleWait, streamInterval: o.StreamInterval}
 	if w.idleWait <= 0 {
 		w.idleWait = idleWait
 	}
@@ -179,32 +162,6 @@ func (w *Worker) Progress() error {
 	return nil
 }
 
-// Track asks the loop to decode a slot (a group message arrived).
-func (w *Worker) Track(ref ipc.SlotRef) {
-	select {
-	case w.intake <- ref:
-	default: // the periodic scan finds it
-	}
-	w.region.Bell(w.self).Ring()
-}
-
-func (w *Worker) receive(ctx context.Context, pull *ipc.Puller) {
-	for {
-		m, err := pull.Recv(ctx)
-		if errors.Is(err, ipc.ErrClosed) || ctx.Err() != nil {
-			return
-		}
-		g, ok := m.(*ipc.NewGroup)
-		if err != nil || !ok {
-			w.log.Warn().Err(err).Msg("bad group message ignored")
-			continue
-		}
-		for _, ref := range g.Slots {
-			w.Track(ref)
-		}
-	}
-}
-
 // Run decodes until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
 	bell := w.region.Bell(w.self)
@@ -218,7 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.lastIter.Store(now)
 		w.self.HeartbeatUnixNano.Store(now)
 		wait := w.idleWait
-		if w.blocked {
+		if w.blocked || w.region.DetokIntake().Pending() {
 			wait = min(wait, idleWait)
 		}
 		if w.held {
@@ -242,14 +199,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // at every step: a write to the client and a read by it per token. The
 // quarter of slack absorbs the wake-up jitter between infer's paced rings.
 func (w *Worker) Pass() {
-	for drained := false; !drained; {
-		select {
-		case ref := <-w.intake:
-			w.track(int(ref.Index), ref.Gen)
-		default:
-			drained = true
-		}
-	}
+	w.takeIntake()
 	if time.Since(w.lastScan) >= scanEvery {
 		w.scan()
 	}
@@ -273,6 +223,25 @@ func (w *Worker) Pass() {
 	}
 	if pushed {
 		w.region.Bell(w.api).Ring()
+	}
+}
+
+// takeIntake tracks the slots the apiserver announced since the last
+// pass. Nobody rings for an announcement: a queued request has nothing to
+// decode until infer publishes its first token, and infer rings then.
+func (w *Worker) takeIntake() {
+	var st shm.IntakeStats
+	w.taken, st = w.region.DetokIntake().Take(w.taken[:0])
+	if st != (shm.IntakeStats{}) {
+		// Their slots, if still live, are tracked by the next scan.
+		w.log.Warn().Int("holes", st.Holes).Int("orphaned", st.Orphaned).Int("corrupt", st.Corrupt).
+			Msg("intake entries stepped over")
+		w.lastScan = time.Time{}
+	}
+	for _, g := range w.taken {
+		for _, sg := range g {
+			w.track(int(sg.Slot), sg.Gen)
+		}
 	}
 }
 

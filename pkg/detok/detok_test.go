@@ -221,20 +221,54 @@ func TestFullTextQueue(t *testing.T) {
 	}
 }
 
-// TestTrackIgnoresStale: a group message naming an old generation, a free
-// slot or an index out of range is ignored.
-func TestTrackIgnoresStale(t *testing.T) {
+// TestPassTakesIntake: a pass tracks the slots announced on the
+// detokenizer's intake ring since the last one, without waiting for the
+// slot-table scan, and ignores an announcement naming an old generation, a
+// free slot or an index out of range; the scan still finds a live slot
+// whose announcement never came.
+func TestPassTakesIntake(t *testing.T) {
 	tok := loadTokenizer(t)
 	r := newRegion(t, 4096)
 	w := workerFactory(t, r, tok)()
-	s, gen := running(t, r, []int32{1}, 4)
-	w.track(s.Index, gen+1)
-	w.track(3, 1)
-	w.track(99, 1)
-	if w.Tracked() != 0 {
-		t.Errorf("%d slots tracked from stale references", w.Tracked())
+	noScan := func() { w.lastScan = time.Now().Add(time.Hour) }
+	for _, c := range []struct {
+		name    string
+		group   func(s *shm.Slot, gen uint32) []shm.SlotGen
+		tracked int
+	}{
+		{"old generation", func(s *shm.Slot, gen uint32) []shm.SlotGen {
+			return []shm.SlotGen{{Slot: uint32(s.Index), Gen: gen + 1}}
+		}, 0},
+		{"free slot", func(*shm.Slot, uint32) []shm.SlotGen { return []shm.SlotGen{{Slot: 3, Gen: 1}} }, 0},
+		{"live slot", func(s *shm.Slot, gen uint32) []shm.SlotGen { return []shm.SlotGen{{Slot: uint32(s.Index), Gen: gen}} }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, gen := running(t, r, []int32{1}, 4)
+			t.Cleanup(func() {
+				s.MarkInferReleased(gen, shm.StateRunning, shm.FinishStop)
+				s.DetokDone.Store(1)
+				s.Release(gen)
+				w.Pass()
+			})
+			noScan()
+			if err := r.DetokIntake().Announce(c.group(s, gen)); err != nil {
+				t.Fatal(err)
+			}
+			w.Pass()
+			if w.Tracked() != c.tracked {
+				t.Errorf("%d slots tracked, want %d", w.Tracked(), c.tracked)
+			}
+		})
 	}
-	time.Sleep(scanEvery)
+	if err := r.DetokIntake().Announce([]shm.SlotGen{{Slot: 99, Gen: 1}}); err == nil {
+		t.Error("an announcement of slot 99 of 4 was accepted")
+	}
+	running(t, r, []int32{1}, 4) // never announced
+	w.Pass()
+	if w.Tracked() != 0 {
+		t.Errorf("%d slots tracked before the scan, want 0", w.Tracked())
+	}
+	w.lastScan = time.Time{}
 	w.Pass() // the scan finds the live slot
 	if w.Tracked() != 1 {
 		t.Errorf("scan tracked %d slots, want 1", w.Tracked())

@@ -11,16 +11,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
 // TestRunStopsCleanlyUnderTraffic starts and stops the detokenizer role
-// many times while group messages arrive and its bell rings: the receiving
-// goroutine rings the bell in shm, so it must end before Run unmaps the
-// region.
+// many times while groups are announced on its intake ring and its bell
+// rings: Run must end cleanly at any point of its loop, and unmap the region
+// only after its last use.
 func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 	c := config.DefaultConfig()
 	base := t.TempDir()
@@ -39,10 +38,6 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := ipc.Endpoint(c.RunDir, ipc.SockDetokenizer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rounds := 60
 	for i := 0; i < rounds; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -55,17 +50,12 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 			cancel()
 			t.Fatalf("round %d: detokenizer ended before ready: %v", i, err)
 		}
-		push, err := pipeline.NewSender(ep, 64, zerolog.Nop())
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
 		stopAt := time.Duration(i%5) * time.Millisecond
 		sending := make(chan struct{})
 		go func() {
 			defer close(sending)
 			for end := time.Now().Add(stopAt + 2*time.Millisecond); time.Now().Before(end); {
-				push.Send(&ipc.NewGroup{GroupID: uint64(i), Slots: []ipc.SlotRef{{Index: 0, Gen: 1}}})
+				_ = peer.DetokIntake().Announce([]shm.SlotGen{{Slot: 0, Gen: 1}}) // full at times: refused
 				peer.Bell(rs).Ring()
 			}
 		}()
@@ -75,6 +65,5 @@ func TestRunStopsCleanlyUnderTraffic(t *testing.T) {
 			t.Fatalf("round %d: %v", i, err)
 		}
 		<-sending
-		push.Close()
 	}
 }

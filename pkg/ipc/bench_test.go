@@ -4,11 +4,26 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 )
 
-// BenchmarkPushPullRoundTrip: a NewGroup over one PUSH→PULL pipe and a Metric
-// back over a second one, as an echo server would; ns/op is one round
-// trip through zmq4 over ipc:// sockets.
+// pushSock dials a bare PUSH socket to ep: the transport under an
+// OptionalPusher, without its linger, so that ns/op is what zmq4 and the
+// ipc:// socket cost.
+func pushSock(b *testing.B, ctx context.Context, ep string) zmq4.Socket {
+	b.Helper()
+	sock, err := dialPush(ctx, ep, Options{}.withDefaults())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sock.Close() })
+	return sock
+}
+
+// BenchmarkPushPullRoundTrip: a Metric over one PUSH→PULL pipe and one
+// back over a second, as an echo server would; ns/op is one round trip
+// through zmq4 over ipc:// sockets.
 func BenchmarkPushPullRoundTrip(b *testing.B) {
 	dir := runDir(b)
 	there, _ := Endpoint(dir, "there.sock")
@@ -23,26 +38,25 @@ func BenchmarkPushPullRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pullBack.Close()
-	pushThere, _ := NewPusher(there, Options{})
-	defer pushThere.Close()
-	pushBack, _ := NewPusher(back, Options{})
-	defer pushBack.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	pushThere := pushSock(b, ctx, there)
+	pushBack := pushSock(b, ctx, back)
+	echo := Encode(&Metric{Kind: GaugeSet, Name: "x"})
 	go func() { // the echo side
 		for {
 			if _, err := pullThere.Recv(ctx); err != nil {
 				return
 			}
-			if err := pushBack.Send(ctx, &Metric{Kind: GaugeSet, Name: "x"}); err != nil {
+			if err := sendOrClose(ctx, pushBack, echo); err != nil {
 				return
 			}
 		}
 	}()
-	msg := &NewGroup{GroupID: 8, Arrival: time.Now(), Slots: []SlotRef{{Index: 3, Gen: 1}}}
+	msg := Encode(benchMetric)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := pushThere.Send(ctx, msg); err != nil {
+		if err := sendOrClose(ctx, pushThere, msg); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := pullBack.Recv(ctx); err != nil {
@@ -52,7 +66,8 @@ func BenchmarkPushPullRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e3, "µs/roundtrip")
 }
 
-// BenchmarkPushPullThroughput: one Pusher streams NewGroups to one Puller.
+// BenchmarkPushPullThroughput: one PUSH socket streams Metrics, one frame
+// each, to one Puller.
 func BenchmarkPushPullThroughput(b *testing.B) {
 	ep := endpoint(b, "tp.sock")
 	pull, err := NewPuller(ep, Options{})
@@ -60,11 +75,10 @@ func BenchmarkPushPullThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pull.Close()
-	push, _ := NewPusher(ep, Options{})
-	defer push.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	msg := &NewGroup{GroupID: 8, Arrival: time.Now(), Slots: []SlotRef{{Index: 3, Gen: 1}}}
+	push := pushSock(b, ctx, ep)
+	msg := Encode(benchMetric)
 	done := make(chan error, 1)
 	b.ResetTimer()
 	go func() {
@@ -77,7 +91,7 @@ func BenchmarkPushPullThroughput(b *testing.B) {
 		done <- nil
 	}()
 	for i := 0; i < b.N; i++ {
-		if err := push.Send(ctx, msg); err != nil {
+		if err := sendOrClose(ctx, push, msg); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -107,17 +121,19 @@ func BenchmarkOptionalPusherSend(b *testing.B) {
 			}
 		}
 	}()
-	m := &Metric{Kind: CounterAdd, Name: "lightllm_generation_tokens_total", Labels: []Label{{"model_name", "m"}}, Value: 1}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		push.Send(m)
+		push.Send(benchMetric)
 	}
 }
 
+// benchMetric is a typical event: a per-request counter with the model
+// label.
+var benchMetric = &Metric{Kind: CounterAdd, Name: "lightllm_generation_tokens_total", Labels: []Label{{"model_name", "m"}}, Value: 1}
+
 func BenchmarkEncodeDecode(b *testing.B) {
-	m := &NewGroup{GroupID: 8, Arrival: time.Now(), Slots: []SlotRef{{Index: 3, Gen: 1}, {Index: 4, Gen: 9}}}
 	for i := 0; i < b.N; i++ {
-		if _, err := Decode(Encode(m)); err != nil {
+		if _, err := Decode(Encode(benchMetric)); err != nil {
 			b.Fatal(err)
 		}
 	}

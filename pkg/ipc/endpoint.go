@@ -14,11 +14,12 @@ import (
 // maxSocketPath is sun_path's capacity minus its terminating NUL.
 const maxSocketPath = 107
 
-// Well-known socket names in an instance's run directory (DESIGN.md §3).
-const (
-	SockDetokenizer = "detok.sock"  // PULL, detokenizer binds; router forwards groups
-	SockMetric      = "metric.sock" // PULL, metric binds; every role pushes (optional peer)
-)
+// SockMetric is the metric role's PULL socket in an instance's run
+// directory (DESIGN.md §3); every role pushes to it as an optional peer.
+// It is the only well-known socket left: the apiserver → router and
+// router → detokenizer hops are shm intake rings (shm.Intake, issue 25),
+// being on every request's path to its first token.
+const SockMetric = "metric.sock"
 
 // Endpoint returns the ipc:// endpoint of socket name in runDir, checking
 // that the path fits in a unix socket address (a long run directory is the

@@ -9,37 +9,38 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/ipc"
 )
 
-// Example: the router → detokenizer pipe. The detokenizer binds a Puller;
-// the router sends through a Pusher, which (re)connects by itself.
+// Example: the every role → metric channel. The metric role binds a
+// Puller; a role sends through an OptionalPusher, which never blocks it
+// and (re)connects by itself.
 func Example() {
 	runDir, _ := os.MkdirTemp("", "ipc-example")
 	defer os.RemoveAll(runDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	ep, err := ipc.Endpoint(runDir, ipc.SockDetokenizer)
+	ep, err := ipc.Endpoint(runDir, ipc.SockMetric)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	detok, err := ipc.NewPuller(ep, ipc.Options{})
+	metric, err := ipc.NewPuller(ep, ipc.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer detok.Close()
+	defer metric.Close()
 
-	router, _ := ipc.NewPusher(ep, ipc.Options{})
-	defer router.Close()
-	router.Send(ctx, &ipc.NewGroup{GroupID: 16, Arrival: time.Unix(0, 1),
-		Slots: []ipc.SlotRef{{Index: 3, Gen: 7}}})
+	role, _ := ipc.NewOptionalPusher(ep, ipc.Options{})
+	defer role.Close()
+	role.Send(&ipc.Metric{Kind: ipc.CounterAdd, Name: "lightllm_request_count",
+		Labels: []ipc.Label{{Name: "model_name", Value: "stories"}}, Value: 1})
 
-	m, err := detok.Recv(ctx)
+	m, err := metric.Recv(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	g := m.(*ipc.NewGroup)
-	fmt.Printf("group %d slots %v\n", g.GroupID, g.Slots)
-	// Output: group 16 slots [{3 7}]
+	obs := m.(*ipc.Metric)
+	fmt.Printf("%s %v %v\n", obs.Name, obs.Labels, obs.Value)
+	// Output: lightllm_request_count [{model_name stories}] 1
 }

@@ -10,9 +10,6 @@ func (p *Puller) Stats() (received, disconnects uint64) {
 	return p.received.Load(), p.disconnects.Load()
 }
 
-// Stats reports messages sent and reconnections made.
-func (p *Pusher) Stats() (sent, reconnects uint64) { return p.sent.Load(), p.reconnects.Load() }
-
 func tryRecvItem(ch chan item, done chan struct{}) (Message, bool, error) {
 	select {
 	case it := <-ch:

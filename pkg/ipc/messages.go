@@ -5,64 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 )
 
 // Every ZMQ message of the instance is one of the types below, encoded as a
 // single frame: a type byte, a format version byte, then the fields in
-// order (unsigned varints for integers, zig-zag varints for signed ones,
-// uvarint-length-prefixed strings, little-endian float64). docs/protocol.md
+// order (unsigned varints for counts, uvarint-length-prefixed strings,
+// little-endian float64). docs/protocol.md
 // lists who sends each type on which channel and when.
 
 // Type identifies a message on the wire.
 type Type uint8
 
 const (
-	TypeNewGroup Type = iota + 1 // router → detokenizer
-	TypeMetric                   // every role → metric
+	TypeMetric Type = iota + 1 // every role → metric
 	// TypeBatch is a frame of several messages (EncodeBatch): the
 	// OptionalPusher sends what queued up while it was writing in one
 	// frame, one ZMQ write instead of one per message.
 	TypeBatch
-	numTypes
 )
 
 // formatVersion is the second byte of every message; bump it when a field
-// changes so that a mixed-version pair fails loudly instead of misreading.
-const formatVersion = 1
+// or a type number changes so that a mixed-version pair fails loudly
+// instead of misreading. 2: NewGroup (type 1) went when router →
+// detokenizer became an shm ring (issue 25), and Metric and Batch moved up.
+const formatVersion = 2
 
 // Decode limits: a corrupt or hostile frame cannot make Decode allocate
 // much.
 const (
-	MaxGroupSlots = 4096
-	MaxLabels     = 32
-	MaxString     = 4096
-	MaxBatch      = 256
+	MaxLabels = 32
+	MaxString = 4096
+	MaxBatch  = 256
 )
 
 // ErrBadMessage wraps every Decode error.
 var ErrBadMessage = errors.New("ipc: bad message")
 
-// Message is one of *NewGroup, *Metric.
+// Message is a *Metric, the only kind the metric channel carries; Decode
+// still returns the interface so that a new kind is one more case, not a
+// change to every receiver.
 type Message interface {
 	Type() Type
 	appendTo(b []byte) []byte
 	decodeFrom(d *decoder)
-}
-
-// SlotRef names a request slot in shm: its index and the generation it had
-// when the message was written, so a receiver can tell a reused slot.
-type SlotRef struct {
-	Index uint32
-	Gen   uint32
-}
-
-// NewGroup announces a request group whose slots are Queued in shm
-// (LightLLM's GroupReqIndexes). n/best_of > 1 gives several slots.
-type NewGroup struct {
-	GroupID uint64
-	Arrival time.Time // when the apiserver received the HTTP request
-	Slots   []SlotRef
 }
 
 // MetricKind says how Metric.Value applies.
@@ -85,8 +70,7 @@ type Metric struct {
 	Value  float64
 }
 
-func (*NewGroup) Type() Type { return TypeNewGroup }
-func (*Metric) Type() Type   { return TypeMetric }
+func (*Metric) Type() Type { return TypeMetric }
 
 // Encode returns the wire form of m.
 func Encode(m Message) []byte {
@@ -168,8 +152,6 @@ func Decode(b []byte) (Message, error) {
 	}
 	var m Message
 	switch Type(b[0]) {
-	case TypeNewGroup:
-		m = &NewGroup{}
 	case TypeMetric:
 		m = &Metric{}
 	default:
@@ -184,27 +166,6 @@ func Decode(b []byte) (Message, error) {
 		return nil, fmt.Errorf("%v: %w", d.err, ErrBadMessage)
 	}
 	return m, nil
-}
-
-func (m *NewGroup) appendTo(b []byte) []byte {
-	b = binary.AppendUvarint(b, m.GroupID)
-	b = binary.AppendVarint(b, m.Arrival.UnixNano())
-	b = binary.AppendUvarint(b, uint64(len(m.Slots)))
-	for _, s := range m.Slots {
-		b = binary.AppendUvarint(b, uint64(s.Index))
-		b = binary.AppendUvarint(b, uint64(s.Gen))
-	}
-	return b
-}
-
-func (m *NewGroup) decodeFrom(d *decoder) {
-	m.GroupID = d.uvarint()
-	m.Arrival = time.Unix(0, d.varint())
-	n := d.count(MaxGroupSlots)
-	m.Slots = make([]SlotRef, n)
-	for i := range m.Slots {
-		m.Slots[i] = SlotRef{Index: d.uint32(), Gen: d.uint32()}
-	}
 }
 
 func (m *Metric) appendTo(b []byte) []byte {
@@ -265,28 +226,6 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.b = d.b[n:]
 	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uint32() uint32 {
-	v := d.uvarint()
-	if v > math.MaxUint32 {
-		d.fail("%d overflows uint32", v)
-		return 0
-	}
-	return uint32(v)
 }
 
 func (d *decoder) count(limit int) int {

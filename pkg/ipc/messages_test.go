@@ -7,16 +7,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestMessageRoundTrip(t *testing.T) {
 	for name, m := range map[string]Message{
-		"group":       &NewGroup{GroupID: 1 << 40, Arrival: time.Unix(0, 1_700_000_000_123_456_789), Slots: []SlotRef{{0, 1}, {999, 1 << 31}}},
-		"group empty": &NewGroup{Arrival: time.Unix(0, 0), Slots: []SlotRef{}},
-		"counter":     &Metric{Kind: CounterAdd, Name: "lightllm_request_count", Labels: []Label{{"model_name", "stories"}, {"method", "generate"}}, Value: 1},
-		"histogram":   &Metric{Kind: HistogramObserve, Name: "lightllm_request_duration", Value: math.Inf(1)},
-		"gauge":       &Metric{Kind: GaugeSet, Name: "g", Value: -0.25},
+		"counter":    &Metric{Kind: CounterAdd, Name: "lightllm_request_count", Labels: []Label{{"model_name", "stories"}, {"method", "generate"}}, Value: 1},
+		"histogram":  &Metric{Kind: HistogramObserve, Name: "lightllm_request_duration", Value: math.Inf(1)},
+		"gauge":      &Metric{Kind: GaugeSet, Name: "g", Value: -0.25},
+		"empty name": &Metric{Kind: GaugeSet, Value: 1 << 53},
+		"max labels": &Metric{Kind: CounterAdd, Name: "c", Labels: make([]Label, MaxLabels), Value: 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := Decode(Encode(m))
@@ -31,7 +30,7 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	good := Encode(&NewGroup{GroupID: 5, Arrival: time.Unix(1, 0), Slots: []SlotRef{{1, 2}}})
+	good := Encode(&Metric{Kind: CounterAdd, Name: "c", Labels: []Label{{"a", "b"}}, Value: 1})
 	for name, b := range map[string][]byte{
 		"empty":        nil,
 		"one byte":     {byte(TypeMetric)},
@@ -40,9 +39,10 @@ func TestDecodeErrors(t *testing.T) {
 		"old version":  {byte(TypeMetric), formatVersion + 1, 0},
 		"truncated":    good[:len(good)-1],
 		"trailing":     append(append([]byte{}, good...), 0),
-		"huge count":   {byte(TypeNewGroup), formatVersion, 1, 0, 0xff, 0xff, 0x03},
-		"gen overflow": {byte(TypeNewGroup), formatVersion, 1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x1f},
+		"huge count":   {byte(TypeMetric), formatVersion, 1, 0, 0xff, 0xff, 0x03},
+		"many labels":  {byte(TypeMetric), formatVersion, 1, 0, MaxLabels + 1},
 		"metric kind":  {byte(TypeMetric), formatVersion, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"zero kind":    {byte(TypeMetric), formatVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"long string":  append([]byte{byte(TypeMetric), formatVersion, 1, 0xff, 0xff, 0x01}, make([]byte, 100)...),
 	} {
 		if m, err := Decode(b); !errors.Is(err, ErrBadMessage) {
@@ -66,8 +66,8 @@ func TestLongStringTruncated(t *testing.T) {
 // back to the same bytes (the encoding is canonical).
 func FuzzDecode(f *testing.F) {
 	for _, m := range []Message{
-		&NewGroup{GroupID: 3, Arrival: time.Unix(5, 6), Slots: []SlotRef{{1, 2}, {3, 4}}},
 		&Metric{Kind: GaugeSet, Name: "x", Labels: []Label{{"a", "b"}}, Value: 2},
+		&Metric{Kind: HistogramObserve, Name: "lightllm_request_duration", Labels: []Label{{"model_name", "m"}, {"method", "generate"}}, Value: 0.125},
 	} {
 		f.Add(Encode(m))
 	}
@@ -86,10 +86,41 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// FuzzDecodeFrame: no input may panic DecodeFrame, and whatever decodes
+// is 1..MaxBatch messages that batch up again to the same messages: what
+// the metric role receives is exactly what some sender could have sent.
+func FuzzDecodeFrame(f *testing.F) {
+	one := Encode(&Metric{Kind: CounterAdd, Name: "c", Value: 1})
+	f.Add(one)
+	f.Add(EncodeBatch([][]byte{one, Encode(&Metric{Kind: GaugeSet, Name: "g", Labels: []Label{{"a", "b"}}, Value: 2})}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := DecodeFrame(b)
+		if err != nil {
+			return
+		}
+		if len(ms) == 0 || len(ms) > MaxBatch {
+			t.Fatalf("%d messages from one frame", len(ms))
+		}
+		frames := make([][]byte, len(ms))
+		for i, m := range ms {
+			frames[i] = Encode(m)
+		}
+		again, err := DecodeFrame(EncodeBatch(frames))
+		if err != nil || len(again) != len(ms) {
+			t.Fatalf("re-batch of %d messages: %d, %v", len(ms), len(again), err)
+		}
+		for i, m := range again {
+			if !bytes.Equal(Encode(m), frames[i]) {
+				t.Fatalf("message %d: %#v, want %#v", i, m, ms[i])
+			}
+		}
+	})
+}
+
 func TestBatchRoundTrip(t *testing.T) {
 	ms := []Message{
 		&Metric{Kind: CounterAdd, Name: "a", Value: 1},
-		&NewGroup{GroupID: 7, Arrival: time.Unix(0, 5), Slots: []SlotRef{{3, 4}}},
+		&Metric{Kind: GaugeSet, Name: "g", Labels: []Label{{"model_name", "m"}}, Value: -3},
 		&Metric{Kind: HistogramObserve, Name: "h", Labels: []Label{{"method", "decode"}}, Value: 0.5},
 	}
 	for n := 1; n <= len(ms); n++ {

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"context"
 	"io"
 	"log"
 	"strings"
@@ -19,7 +18,7 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnect attempts
 	// (doubling from min to max). Defaults: 5 ms and 500 ms.
 	MinBackoff, MaxBackoff time.Duration
-	// QueueLen is the receive buffer of a Puller/Subscriber and the send
+	// QueueLen is the receive buffer of a Puller and the send
 	// queue of an OptionalPusher, in messages. Default 1024.
 	QueueLen int
 }
@@ -59,7 +58,9 @@ func (w zlogWriter) Write(p []byte) (int, error) {
 
 var _ io.Writer = zlogWriter{}
 
-// backoff is a doubling delay.
+// backoff spaces an OptionalPusher's dials while its peer is down,
+// doubling from MinBackoff to MaxBackoff: a metric role that is off then
+// costs a failed connect now and then, not one per message.
 type backoff struct {
 	cur, lo, hi time.Duration
 }
@@ -69,16 +70,3 @@ func newBackoff(o Options) backoff {
 }
 
 func (b *backoff) reset() { b.cur = b.lo }
-
-// wait sleeps for the current delay, then doubles it; false if ctx ended.
-func (b *backoff) wait(ctx context.Context) bool {
-	t := time.NewTimer(b.cur)
-	defer t.Stop()
-	b.cur = min(2*b.cur, b.hi)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

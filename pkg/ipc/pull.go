@@ -16,11 +16,10 @@ type item struct {
 	err error
 }
 
-// Puller is the PULL end of pipes (router, detokenizer, metric,
-// supervisor): it binds the socket, any number of Pushers connect to it,
-// and each restarted Pusher simply connects again. zmq4's Recv reports
-// io.EOF each time a peer disconnects; the Puller counts that and keeps
-// receiving.
+// Puller is the metric role's PULL end: it binds the socket, every role's
+// OptionalPusher connects to it, and a restarted role simply connects
+// again. zmq4's Recv reports io.EOF each time a peer disconnects; the
+// Puller counts that and keeps receiving.
 type Puller struct {
 	endpoint string
 	opts     Options
@@ -60,14 +59,13 @@ func NewPuller(endpoint string, opts Options) (*Puller, error) {
 
 func (p *Puller) loop(ctx context.Context) {
 	defer close(p.done)
-	recvLoop(ctx, p.sock, p.ch, &p.received, &p.disconnects, p.opts, true)
+	recvLoop(ctx, p.sock, p.ch, &p.received, &p.disconnects, p.opts)
 }
 
-// recvLoop moves frames from sock into ch until ctx ends or, when
-// keepOnError is false, the first receive error (a lost publisher). With
-// keepOnError a full ch blocks (back-pressure to the senders); without it
-// a full ch drops the frame, as PUB/SUB does.
-func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, disconnects *atomic.Uint64, o Options, keepOnError bool) {
+// recvLoop moves frames from sock into ch until ctx ends. A receive error
+// is a lost sender (zmq4 returns one per disconnect) and never ends the
+// loop; a full ch blocks it (back-pressure to the senders).
+func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, disconnects *atomic.Uint64, o Options) {
 	var lastErr time.Time
 	for {
 		msg, err := sock.Recv()
@@ -77,9 +75,6 @@ func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, dis
 		if err != nil {
 			disconnects.Add(1)
 			o.Logger.Debug().Err(err).Msg("peer disconnected")
-			if !keepOnError {
-				return
-			}
 			// Errors come once per lost connection; never spin on them.
 			if time.Since(lastErr) < time.Millisecond {
 				time.Sleep(time.Millisecond)
@@ -103,17 +98,10 @@ func recvLoop(ctx context.Context, sock zmq4.Socket, ch chan item, received, dis
 		}
 		for _, it := range items {
 			received.Add(1)
-			if keepOnError {
-				select {
-				case ch <- it:
-				case <-ctx.Done():
-					return
-				}
-				continue
-			}
 			select {
 			case ch <- it:
-			default:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}

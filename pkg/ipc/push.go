@@ -2,8 +2,6 @@ package ipc
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,101 +53,6 @@ func sendOrClose(ctx context.Context, sock zmq4.Socket, data []byte) error {
 		return ctx.Err()
 	}
 	return err
-}
-
-// Pusher is the PUSH end of a 1:1 pipe to a required peer (apiserver →
-// router, router → detokenizer). Send does not return until the message
-// is written to a live connection: when the peer has restarted, the send
-// fails on the dead connection, and the Pusher closes its socket, creates
-// a new one and re-dials, retrying with backoff until ctx ends. (zmq4
-// never reconnects a PUSH by itself, and its automatic-reconnect option
-// deadlocks.) One Pusher per destination: a zmq4 PUSH connected to several
-// peers sends every message to all of them.
-//
-// A message written just before the peer died can be lost with the peer's
-// buffers; the shm state is the source of truth that a restarted peer
-// rebuilds from.
-type Pusher struct {
-	endpoint string
-	opts     Options
-
-	ctx    context.Context // ended by Close
-	cancel context.CancelFunc
-
-	mu   sync.Mutex // serialises Send
-	sock zmq4.Socket
-
-	sent, reconnects atomic.Uint64
-}
-
-// NewPusher returns a Pusher for endpoint (see Endpoint). It does not dial
-// until the first Send, so the peer may start later.
-func NewPusher(endpoint string, opts Options) (*Pusher, error) {
-	if _, err := socketPath(endpoint); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Pusher{endpoint: endpoint, opts: opts.withDefaults(), ctx: ctx, cancel: cancel}, nil
-}
-
-// Send delivers m, reconnecting as often as needed, until ctx ends or the
-// Pusher is closed.
-func (p *Pusher) Send(ctx context.Context, m Message) error {
-	data := Encode(m)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(p.ctx, cancel)()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	bo := newBackoff(p.opts)
-	for attempt := 0; ; attempt++ {
-		if p.ctx.Err() != nil {
-			return ErrClosed
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("ipc send to %s: %w", p.endpoint, err)
-		}
-		if p.sock == nil {
-			sock, err := dialPush(ctx, p.endpoint, p.opts)
-			if err != nil {
-				p.opts.Logger.Debug().Err(err).Str("endpoint", p.endpoint).Int("attempt", attempt).Msg("dial failed; retrying")
-				bo.wait(ctx)
-				continue
-			}
-			p.sock = sock
-			bo.reset()
-		}
-		err := sendOrClose(ctx, p.sock, data)
-		if err == nil {
-			p.sent.Add(1)
-			return nil
-		}
-		p.sock.Close()
-		p.sock = nil
-		if ctx.Err() != nil {
-			continue // reported at the top of the loop
-		}
-		p.reconnects.Add(1)
-		p.opts.Logger.Warn().Err(err).Str("endpoint", p.endpoint).Msg("send failed (peer restarted?); reconnecting")
-		// The first retry is immediate: a restarted peer is usually
-		// listening again already.
-		if attempt > 0 {
-			bo.wait(ctx)
-		}
-	}
-}
-
-// Close stops any Send in progress (it returns ErrClosed) and closes the
-// socket.
-func (p *Pusher) Close() error {
-	p.cancel()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.sock != nil {
-		p.sock.Close()
-		p.sock = nil
-	}
-	return nil
 }
 
 // optionalLinger is how long an OptionalPusher holds messages after the

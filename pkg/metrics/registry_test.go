@@ -133,7 +133,7 @@ func TestApplyMessageMalformed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ApplyMessage(&ipc.NewGroup{}); err == nil {
+	if err := r.ApplyMessage(nil); err == nil { // Metric is the only message type left
 		t.Fatal("want an error")
 	}
 	if got := testutil.ToFloat64(r.rejected.WithLabelValues(rejectMalformed)); got != 1 {

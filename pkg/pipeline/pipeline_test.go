@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/lightllm-go/lightllm/pkg/config"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/shm"
 )
 
@@ -90,43 +87,5 @@ func TestOpenRegion(t *testing.T) {
 	odd.ShmDir = filepath.Join(t.TempDir(), "elsewhere")
 	if _, err := OpenRegion(context.Background(), &odd, true); err == nil {
 		t.Error("created a region in a dir not named lightllm-<instance>")
-	}
-}
-
-// TestSender: messages queued before the peer binds are delivered once it
-// does, in order, without the caller blocking.
-func TestSender(t *testing.T) {
-	ep := "ipc://" + filepath.Join(t.TempDir(), "x.sock")
-	s, err := NewSender(ep, 16, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start := time.Now()
-	for i := range 5 {
-		s.Send(&ipc.NewGroup{GroupID: uint64(i), Slots: []ipc.SlotRef{{Index: 1, Gen: 1}}})
-	}
-	if time.Since(start) > 100*time.Millisecond {
-		t.Error("Send blocked with no peer")
-	}
-	time.Sleep(30 * time.Millisecond)
-	p, err := ipc.NewPuller(ep, ipc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for i := range 5 {
-		m, err := p.Recv(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g := m.(*ipc.NewGroup); g.GroupID != uint64(i) {
-			t.Fatalf("message %d is group %d", i, g.GroupID)
-		}
-	}
-	if s.Dropped() != 0 {
-		t.Errorf("%d dropped", s.Dropped())
 	}
 }

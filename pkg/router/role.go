@@ -12,7 +12,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
@@ -62,7 +61,6 @@ type role struct {
 	sched  *sched.Scheduler
 	start  time.Time
 
-	detok *pipeline.Sender
 	// announced is the intake's groups of this step (kept for its room).
 	announced [][]shm.SlotGen
 
@@ -72,7 +70,6 @@ type role struct {
 	// entry; the next scan adopts those still unknown.
 	unknownQueued map[uint64]bool
 	lastScan      time.Time
-	detokEpoch    uint32
 
 	lastLoop atomic.Int64 // unix nanos of the last completed iteration
 
@@ -87,9 +84,6 @@ type tracked struct {
 	gen   uint32
 	req   *sched.Request
 	group uint64 // shm GroupID
-	// msg is the group message this request arrived in, forwarded to the
-	// detokenizer again when it restarts.
-	msg *ipc.NewGroup
 }
 
 func requestID(index int, gen uint32) uint64 { return uint64(index)<<32 | uint64(gen) }
@@ -122,24 +116,10 @@ func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role
 		region.Close()
 		return nil, err
 	}
-	detokState, err := region.Role(shm.RoleDetokenizer)
-	if err != nil {
-		region.Close()
-		return nil, err
-	}
 	rr := &role{
 		cfg: cfg, log: log, region: region, sched: sc, start: time.Now(),
 		entries:       map[uint64]*tracked{},
 		unknownQueued: map[uint64]bool{},
-		detokEpoch:    detokState.Epoch.Load(),
-	}
-	ep, err := ipc.Endpoint(cfg.RunDir, ipc.SockDetokenizer)
-	if err == nil {
-		rr.detok, err = pipeline.NewSender(ep, 4096, log.With().Str("pipe", "router→detokenizer").Logger())
-	}
-	if err != nil {
-		region.Close()
-		return nil, err
 	}
 	rr.lastLoop.Store(time.Now().UnixNano())
 	log.Info().Uint32("epoch", epoch).Str("policy", pol.Name()).Int("max_total_tokens", rc.MaxTotalTokens).
@@ -148,7 +128,6 @@ func newRole(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*role
 }
 
 func (rr *role) close() {
-	rr.detok.Close()
 	rr.region.Close()
 }
 
@@ -240,7 +219,6 @@ func (rr *role) step() error {
 		rr.lastScan = now
 		rr.reconcile()
 	}
-	rr.checkDetokRestart()
 
 	in := sched.StepInput{Now: time.Since(rr.start).Seconds()}
 	rr.paused = 0
@@ -340,7 +318,7 @@ func (rr *role) observe(e *tracked, in *sched.StepInput) (fin *sched.Finished, g
 }
 
 // takeIntake takes the groups the apiserver announced since the last step,
-// in order, as the group messages they stand for.
+// in order.
 func (rr *role) takeIntake() {
 	var st shm.IntakeStats
 	rr.announced, st = rr.region.Intake().Take(rr.announced[:0])
@@ -349,40 +327,24 @@ func (rr *role) takeIntake() {
 		rr.log.Warn().Int("holes", st.Holes).Int("orphaned", st.Orphaned).Int("corrupt", st.Corrupt).
 			Msg("intake entries stepped over")
 	}
-	for _, a := range rr.announced {
-		g := &ipc.NewGroup{Slots: make([]ipc.SlotRef, len(a))}
-		for i, sg := range a {
-			g.Slots[i] = ipc.SlotRef{Index: sg.Slot, Gen: sg.Gen}
-		}
-		// The group's id and arrival are in its slots (stale ones are
-		// refused by onGroup's state check; the values then do not matter).
-		if s, err := rr.region.Slot(int(a[0].Slot)); err == nil {
-			g.GroupID = s.GroupID.Load()
-			if at := s.ArrivalUnixNano.Load(); at > 0 {
-				g.Arrival = time.Unix(0, at)
-			}
-		}
+	for _, g := range rr.announced {
 		rr.onGroup(g)
 	}
 }
 
-// onGroup takes one group message: forward it to the detokenizer at once
-// (LightLLM's _add_req), then queue its requests unless they are known.
-func (rr *role) onGroup(g *ipc.NewGroup) {
-	rr.detok.Send(g)
+// onGroup queues one announced group's requests unless they are known
+// (adopted from the slot table already) or their slots moved on (stale).
+func (rr *role) onGroup(g []shm.SlotGen) {
 	var group []*tracked
-	for _, ref := range g.Slots {
-		id := requestID(int(ref.Index), ref.Gen)
-		if e := rr.entries[id]; e != nil {
-			e.msg = g
+	for _, sg := range g {
+		if rr.entries[requestID(int(sg.Slot), sg.Gen)] != nil {
 			continue // already adopted from the slot table
 		}
-		e, err := rr.entryFor(int(ref.Index), ref.Gen, shm.StateQueued)
+		e, err := rr.entryFor(int(sg.Slot), sg.Gen, shm.StateQueued)
 		if err != nil {
-			rr.log.Debug().Err(err).Uint64("group", g.GroupID).Msg("group message for a slot not queued; ignored")
+			rr.log.Debug().Err(err).Uint32("slot", sg.Slot).Msg("announced slot not queued; ignored")
 			continue
 		}
-		e.msg = g
 		group = append(group, e)
 	}
 	rr.submit(group)
@@ -527,33 +489,6 @@ func (rr *role) ringDetok() {
 	}
 }
 
-// checkDetokRestart re-forwards every live group to a detokenizer that
-// restarted: it finds the slots in shm by itself, but the messages are its
-// prompt wake-up.
-func (rr *role) checkDetokRestart() {
-	rs, err := rr.region.Role(shm.RoleDetokenizer)
-	if err != nil {
-		return
-	}
-	ep := rs.Epoch.Load()
-	if ep == rr.detokEpoch {
-		return
-	}
-	first := rr.detokEpoch == 0
-	rr.detokEpoch = ep
-	if first && len(rr.entries) == 0 {
-		return // the detokenizer's first start, with nothing to tell it
-	}
-	sent := map[*ipc.NewGroup]bool{}
-	for _, e := range rr.entries {
-		if e.msg != nil && !sent[e.msg] {
-			sent[e.msg] = true
-			rr.detok.Send(e.msg)
-		}
-	}
-	rr.log.Info().Uint32("detokenizer_epoch", ep).Int("groups", len(sent)).Msg("detokenizer restarted; groups forwarded again")
-}
-
 // recover rebuilds the router's state from the slot table (a restarted
 // router, or the first start over a region some requests already use):
 // queued slots join the waiting queue in arrival order, grouped as they were
@@ -630,9 +565,10 @@ func (rr *role) submitQueued(queued []*tracked) {
 	}
 }
 
-// reconcile adopts queued slots whose group message was lost (sent while
-// this router was down, or into a connection that died): a queued slot with
-// no entry in two consecutive scans is queued from the table.
+// reconcile adopts queued slots whose announcement was lost (refused by a
+// ring full while this router was down, or left half-made by an apiserver
+// that died): a queued slot with no entry in two consecutive scans is
+// queued from the table.
 func (rr *role) reconcile() {
 	seen := map[uint64]bool{}
 	var adopt []*tracked
@@ -659,7 +595,7 @@ func (rr *role) reconcile() {
 	}
 	rr.unknownQueued = seen
 	if len(adopt) > 0 {
-		rr.log.Warn().Int("requests", len(adopt)).Msg("queued slots without a group message adopted from the slot table")
+		rr.log.Warn().Int("requests", len(adopt)).Msg("queued slots never announced adopted from the slot table")
 		rr.submitQueued(adopt)
 		for _, e := range adopt {
 			delete(rr.unknownQueued, e.req.ID)

@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lightllm-go/lightllm/pkg/config"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/pkg/sched"
@@ -57,10 +56,11 @@ func queue(t *testing.T, r *shm.Region, group uint64, prompt int, maxNew uint32)
 	return s, gen
 }
 
-func msg(group uint64, refs ...[2]uint32) *ipc.NewGroup {
-	g := &ipc.NewGroup{GroupID: group, Arrival: time.Now()}
-	for _, r := range refs {
-		g.Slots = append(g.Slots, ipc.SlotRef{Index: r[0], Gen: r[1]})
+// group is an announced group, as the intake ring hands it over.
+func group(refs ...[2]uint32) []shm.SlotGen {
+	g := make([]shm.SlotGen, len(refs))
+	for i, r := range refs {
+		g[i] = shm.SlotGen{Slot: r[0], Gen: r[1]}
 	}
 	return g
 }
@@ -104,7 +104,7 @@ func TestRoleAdmitsAndReleases(t *testing.T) {
 	rr := newTestRole(t, roleConfig(t, sched.PolicyPastFuture))
 	r := rr.region
 	s, gen := queue(t, r, 8, 10, 16)
-	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	rr.onGroup(group([2]uint32{uint32(s.Index), gen}))
 	step(t, rr)
 	want := []shm.Command{{Op: shm.OpNew, Slot: uint32(s.Index), Gen: gen}}
 	if got := commands(t, r); len(got) != 1 || got[0] != want[0] {
@@ -129,7 +129,7 @@ func TestRoleAdmitsAndReleases(t *testing.T) {
 		t.Errorf("load running %d after release", r.Load().Running.Load())
 	}
 	// a repeated message for the finished slot changes nothing
-	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	rr.onGroup(group([2]uint32{uint32(s.Index), gen}))
 	step(t, rr)
 	if got := commands(t, r); len(got) != 0 {
 		t.Errorf("commands %v for a finished slot", got)
@@ -172,7 +172,7 @@ func TestRoleRecover(t *testing.T) {
 	if st := rr.sched.Stats(); st.Running != 3 || st.Waiting != 0 {
 		t.Errorf("running %d waiting %d, want 3 and 0", st.Running, st.Waiting)
 	}
-	rr.onGroup(msg(8, [2]uint32{uint32(queued.Index), qgen})) // the late message
+	rr.onGroup(group([2]uint32{uint32(queued.Index), qgen})) // the late message
 	step(t, rr)
 	if got := commands(t, r); len(got) != 0 {
 		t.Errorf("a late message caused commands %v", got)
@@ -183,12 +183,12 @@ func TestRoleAborts(t *testing.T) {
 	rr := newTestRole(t, roleConfig(t, sched.PolicyConservative))
 	r := rr.region
 	run, rgen := queue(t, r, 8, 10, 16)
-	rr.onGroup(msg(8, [2]uint32{uint32(run.Index), rgen}))
+	rr.onGroup(group([2]uint32{uint32(run.Index), rgen}))
 	step(t, rr)
 	commands(t, r)
 	wait, wgen := queue(t, r, 16, 10, 16)
 	wait.Abort.Store(1)
-	rr.onGroup(msg(16, [2]uint32{uint32(wait.Index), wgen}))
+	rr.onGroup(group([2]uint32{uint32(wait.Index), wgen}))
 	run.Abort.Store(1)
 	step(t, rr)
 	step(t, rr)
@@ -209,7 +209,7 @@ func TestRoleStopMatched(t *testing.T) {
 	rr := newTestRole(t, roleConfig(t, sched.PolicyPastFuture))
 	r := rr.region
 	s, gen := queue(t, r, 8, 10, 16)
-	rr.onGroup(msg(8, [2]uint32{uint32(s.Index), gen}))
+	rr.onGroup(group([2]uint32{uint32(s.Index), gen}))
 	step(t, rr)
 	commands(t, r)
 	s.StopMatchedIndex.Store(3)
@@ -266,13 +266,8 @@ func TestRoleGroups(t *testing.T) {
 		t.Errorf("%d requests tracked after one step, want all 4 announced", len(rr.entries))
 	}
 	for _, e := range rr.entries {
-		if e.msg == nil {
-			t.Fatalf("slot %d: no group message", e.slot.Index)
-		}
-		first, _ := r.Slot(int(e.msg.Slots[0].Index)) // the apiserver stamps a group's slots alike
-		if e.group != e.slot.GroupID.Load() || e.msg.GroupID != e.group ||
-			!e.msg.Arrival.Equal(time.Unix(0, first.ArrivalUnixNano.Load())) {
-			t.Errorf("slot %d: group %d, message %+v", e.slot.Index, e.group, e.msg)
+		if want := map[bool]uint64{true: 8, false: 16}[e.slot == a]; e.group != want {
+			t.Errorf("slot %d: group %d, want %d", e.slot.Index, e.group, want)
 		}
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/detok"
 	"github.com/lightllm-go/lightllm/pkg/health"
 	"github.com/lightllm-go/lightllm/pkg/infer"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/metrics"
 	"github.com/lightllm-go/lightllm/pkg/pipeline"
 	"github.com/lightllm-go/lightllm/pkg/rolectl"
@@ -118,7 +117,7 @@ func round(t *testing.T, c *config.Config, peer *shm.Region, run rolectl.RunFunc
 	<-traffic
 }
 
-// send is the traffic: every bell, intake announcements and group messages,
+// send is the traffic: every bell, announcements on both intake rings,
 // a queued request now and then (admitted and run if a router and infer are up), metric events.
 func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 	var bells []shm.Bell
@@ -127,29 +126,16 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 			bells = append(bells, peer.Bell(rs))
 		}
 	}
-	var pushes []*pipeline.Sender
-	if ep, err := ipc.Endpoint(c.RunDir, ipc.SockDetokenizer); err == nil {
-		if p, err := pipeline.NewSender(ep, 64, zerolog.Nop()); err == nil {
-			pushes = append(pushes, p)
-		}
-	}
-	defer func() {
-		for _, p := range pushes {
-			p.Close()
-		}
-	}()
 	mc, err := metrics.NewClientFor(c, "rolestop", zerolog.Nop())
 	if err == nil {
 		defer mc.Close()
 	}
-	var refs []ipc.SlotRef
 	var announce []shm.SlotGen
 	if i%10 == 0 {
 		if s, gen, err := peer.Alloc(1); err == nil {
 			req := shm.Request{RequestID: uint64(i + 1), Prompt: []int32{1, 2, 3, 4}, Arrival: time.Now()}
 			req.Params.MaxNewTokens, req.Params.TopK, req.Params.Temperature, req.Params.TopP, req.Params.RepetitionPenalty = 4, 1, 1, 1, 1
 			if s.Fill(gen, req) == nil && s.Transition(gen, shm.StateAllocated, shm.StateQueued) == nil {
-				refs = append(refs, ipc.SlotRef{Index: uint32(s.Index), Gen: gen})
 				announce = append(announce, shm.SlotGen{Slot: uint32(s.Index), Gen: gen})
 			}
 		}
@@ -158,10 +144,9 @@ func send(peer *shm.Region, c *config.Config, i int, d time.Duration) {
 		for _, b := range bells {
 			b.Ring()
 		}
-		_ = peer.Intake().Announce(announce) // full while no router runs: the scan finds the slot
-		for _, p := range pushes {
-			p.Send(&ipc.NewGroup{GroupID: uint64(i + 1), Slots: refs})
-		}
+		// Full while their consumer is down: its scan finds the slot.
+		_ = peer.DetokIntake().Announce(announce)
+		_ = peer.Intake().Announce(announce)
 		if mc != nil {
 			mc.Counter("lightllm_request_count", 1)
 		}

@@ -330,9 +330,14 @@ func (b *Backend) Submit(ctx context.Context, g *apiserver.Group) (*apiserver.St
 		}
 		announce = append(announce, shm.SlotGen{Slot: uint32(q.slot.Index), Gen: q.gen})
 	}
+	// The detokenizer first: the router's admission leads to the first
+	// token, and infer's ring for it makes the detokenizer take its ring.
+	// Either ring is full only while its consumer is down; the consumer's
+	// slot-table scan finds the queued slots when it is back.
+	if err := b.region.DetokIntake().Announce(announce); err != nil {
+		b.log.Warn().Err(err).Uint64("group", id).Msg("group not announced to the detokenizer")
+	}
 	if err := b.region.Intake().Announce(announce); err != nil {
-		// The ring is full only while the router is down; its slot-table
-		// scan finds the queued slots when it is back.
 		b.log.Warn().Err(err).Uint64("group", id).Msg("group not announced to the router")
 	}
 

@@ -14,7 +14,6 @@ import (
 	"github.com/lightllm-go/lightllm/pkg/apiserver"
 	"github.com/lightllm-go/lightllm/pkg/constrain"
 	"github.com/lightllm-go/lightllm/pkg/grammar"
-	"github.com/lightllm-go/lightllm/pkg/ipc"
 	"github.com/lightllm-go/lightllm/pkg/sampler"
 	"github.com/lightllm-go/lightllm/shm"
 )
@@ -23,6 +22,12 @@ type harness struct {
 	t      *testing.T
 	region *shm.Region
 	taken  [][]shm.SlotGen // announced groups not yet returned by recv
+}
+
+// announced is one group as the router takes it from its intake ring.
+type announced struct {
+	GroupID uint64
+	Slots   []shm.SlotGen
 }
 
 func newHarness(t *testing.T, slots uint32) *harness {
@@ -49,8 +54,9 @@ func (h *harness) backend() *Backend {
 }
 
 // recv plays the router: it waits on the router's bell for the next group
-// announced on the intake ring.
-func (h *harness) recv() *ipc.NewGroup {
+// announced on the intake ring, and checks that the detokenizer's ring
+// already holds the same group (it is announced there first).
+func (h *harness) recv() announced {
 	h.t.Helper()
 	rs, _ := h.region.Role(shm.RoleRouter)
 	bell := h.region.Bell(rs)
@@ -64,18 +70,16 @@ func (h *harness) recv() *ipc.NewGroup {
 			h.t.Fatal("no group announced within 5s")
 		}
 	}
-	a := h.taken[0]
+	g := h.taken[0]
 	h.taken = h.taken[1:]
-	g := &ipc.NewGroup{}
-	for _, sg := range a {
-		g.Slots = append(g.Slots, ipc.SlotRef{Index: sg.Slot, Gen: sg.Gen})
+	if d, st := h.region.DetokIntake().Take(nil); len(d) != 1 || !slices.Equal(d[0], g) || st != (shm.IntakeStats{}) {
+		h.t.Fatalf("the detokenizer's ring holds %v %+v, the router's %v", d, st, g)
 	}
-	s, err := h.region.Slot(int(a[0].Slot))
+	s, err := h.region.Slot(int(g[0].Slot))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	g.GroupID = s.GroupID.Load()
-	return g
+	return announced{GroupID: s.GroupID.Load(), Slots: g}
 }
 
 func greedy(maxNew int) apiserver.SamplingParams {
@@ -92,9 +96,9 @@ func submit(t *testing.T, b *Backend, n int, p apiserver.SamplingParams) *apiser
 	return st
 }
 
-func slotOf(t *testing.T, r *shm.Region, ref ipc.SlotRef) *shm.Slot {
+func slotOf(t *testing.T, r *shm.Region, ref shm.SlotGen) *shm.Slot {
 	t.Helper()
-	s, err := r.Slot(int(ref.Index))
+	s, err := r.Slot(int(ref.Slot))
 	if err != nil {
 		t.Fatal(err)
 	}
