@@ -183,6 +183,15 @@ type Config struct {
 	// other roles (and a local client) for milliseconds, a share of every
 	// time to first token that grows with the streams (issue 25).
 	APIServerNice int `json:"apiserver_nice"`
+	// PipelineSliceUS is the CPU slice, in µs, of every role but infer
+	// under Linux's EEVDF scheduler (6.12 and later; earlier kernels ignore
+	// it), 0 for the kernel's base slice. A role woken on a core that
+	// infer's worker holds waits, at the kernel's base slice (1.4 ms on a
+	// two-core host), until the worker's slice runs out; with a shorter
+	// slice than the worker's it pre-empts it at once, runs its few tens
+	// of µs and yields. Every hop of a request's first token is such a
+	// wake-up (issue 25). Nice values still set the share of the core.
+	PipelineSliceUS int `json:"pipeline_slice_us"`
 	// PinCPUs splits the CPUs this instance may run on: infer's threads
 	// get the first --threads of them, every other role the rest, so that
 	// the pipeline's bursts after each step never run on the engine's
@@ -246,6 +255,7 @@ func DefaultConfig() Config {
 		// how long a fixed cause (a model file restored) goes unnoticed.
 		RestartBackoffMax: Duration(10 * time.Second),
 		PipelineNice:      5,
+		PipelineSliceUS:   100,
 	}
 }
 

@@ -62,7 +62,7 @@ func TestFlagNamesAndDefaults(t *testing.T) {
 		"metric_port": "0", "metric_gateway": "", "health_interval": "10s", "log_level": "info",
 		"threads": "0", "backend": "cpu", "synthetic_step_ms": "10", "instance": "",
 		"schedule_time_interval": "30ms", "model_name": "default_model_name", "config": "", "check-config": "false",
-		"pipeline_nice": "5", "apiserver_nice": "0", "pin_cpus": "false",
+		"pipeline_nice": "5", "apiserver_nice": "0", "pipeline_slice_us": "100", "pin_cpus": "false",
 	}
 	for name, def := range want {
 		fl := fs.Lookup(name)
@@ -236,6 +236,10 @@ func TestValidate(t *testing.T) {
 		"no chunk too small": {func(c *Config) { c.DisableChunkedPrefill, c.BatchMaxTokens = true, 100 }, resolved, "at least max_req_total_len"},
 		"pipeline_nice":      {func(c *Config) { c.PipelineNice = 20 }, ok, "pipeline_nice must be in"},
 		"apiserver_nice":     {func(c *Config) { c.APIServerNice = -1 }, ok, "apiserver_nice must be in"},
+		"slice too short":    {func(c *Config) { c.PipelineSliceUS = 99 }, ok, "pipeline_slice_us must be 0 or in"},
+		"slice too long":     {func(c *Config) { c.PipelineSliceUS = 100001 }, ok, "pipeline_slice_us must be 0 or in"},
+		"slice negative":     {func(c *Config) { c.PipelineSliceUS = -5 }, ok, "pipeline_slice_us must be 0 or in"},
+		"kernel's slice":     {func(c *Config) { c.PipelineSliceUS = 0 }, ok, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -95,6 +95,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.Var(&c.RestartBackoff, "restart_backoff", "first restart delay (doubles per consecutive failure)")
 	fs.Var(&c.RestartBackoffMax, "restart_backoff_max", "longest restart delay")
 	fs.IntVar(&c.PipelineNice, "pipeline_nice", c.PipelineNice, "nice value (0..19) the router, detokenizer, metric and health roles lower themselves to, so that infer's step gets the CPU first; they then also run on as many cores (GOMAXPROCS) as infer's --threads leave free, at least one, unless GOMAXPROCS is set (0 = as launched)")
+	fs.IntVar(&c.PipelineSliceUS, "pipeline_slice_us", c.PipelineSliceUS, "CPU slice in µs (100..100000, or 0 for the kernel's) of every role but infer under Linux's EEVDF scheduler (kernel 6.12+): a shorter slice than infer's lets a woken role pre-empt infer's worker at once instead of waiting out its slice")
 	fs.IntVar(&c.APIServerNice, "apiserver_nice", c.APIServerNice, "nice value (0..19) the apiserver lowers itself to (apart from --pipeline_nice: it picks up new requests, and waiting for a core there adds to every time to first token); its GOMAXPROCS follows --pipeline_nice's rule")
 	fs.BoolVar(&c.PinCPUs, "pin_cpus", c.PinCPUs, "pin infer to the first --threads of the CPUs the instance may use and the other roles to the rest (needs --threads below that CPU count; Linux); for a host that runs one instance")
 	return f

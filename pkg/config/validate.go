@@ -140,6 +140,11 @@ func (c *Config) validateStatic() error {
 	if c.APIServerNice < 0 || c.APIServerNice > 19 {
 		add("apiserver_nice must be in [0, 19], got %d", c.APIServerNice)
 	}
+	// The kernel clamps a custom slice to [0.1 ms, 100 ms]; refuse what it
+	// would silently change.
+	if c.PipelineSliceUS != 0 && (c.PipelineSliceUS < 100 || c.PipelineSliceUS > 100000) {
+		add("pipeline_slice_us must be 0 or in [100, 100000], got %d", c.PipelineSliceUS)
+	}
 	if c.PinCPUs && (c.Threads <= 0 || c.Threads >= runtime.NumCPU()) {
 		add("pin_cpus needs --threads between 1 and one less than the %d CPUs this process may use (infer keeps that many, the other roles get the rest), got %d", runtime.NumCPU(), c.Threads)
 	}

@@ -107,6 +107,11 @@ func MainWith(role string, run RunFunc, o MainOptions) int {
 			return fail(1, fmt.Errorf("%s %d: %w", flag, nice, err))
 		}
 	}
+	if role != config.RoleInfer && cfg.PipelineSliceUS > 0 {
+		if err := shortenSlice(cfg.PipelineSliceUS); err != nil {
+			return fail(1, fmt.Errorf("pipeline_slice_us %d: %w", cfg.PipelineSliceUS, err))
+		}
+	}
 	// The pipeline's Go scheduler gets the cores infer's threads leave
 	// free, at least one, so that its goroutines spin and run on them
 	// rather than on infer's: the CPUs pin_cpus gave it, or as many as

@@ -41,6 +41,39 @@ func lowerPriority(n int) error {
 	return nil
 }
 
+// shortenSlice gives every thread of this process an EEVDF slice of us
+// microseconds (config.PipelineSliceUS), keeping each thread's nice value
+// (sched_setattr sets both). Threads the Go runtime starts later are
+// cloned from these and inherit it. Kernels before 6.12 accept the call
+// and ignore the slice.
+func shortenSlice(us int) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		// getpriority returns 20 - nice for a thread (the raw syscall's
+		// convention, which x/sys passes through).
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+		if err == unix.ESRCH {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("getpriority thread %d: %w", tid, err)
+		}
+		attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: int32(20 - prio),
+			Runtime: uint64(us) * 1000}
+		if err := unix.SchedSetAttr(tid, attr, 0); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("sched_setattr thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
 // selfNice reads this thread's nice value (field 19 of /proc/thread-self/stat).
 func selfNice() (int, error) {
 	b, err := os.ReadFile("/proc/thread-self/stat")

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -99,4 +101,71 @@ func threads(t *testing.T) []int {
 		}
 	}
 	return ids
+}
+
+// TestShortenSlice runs in a child process (it changes every thread): each
+// thread, including ones the runtime starts afterwards, ends with the slice
+// and keeps its nice value.
+func TestShortenSlice(t *testing.T) {
+	if os.Getenv("ROLECTL_SLICE_CHILD") != "" {
+		if err := lowerPriority(3); err != nil {
+			t.Fatal(err)
+		}
+		if err := shortenSlice(250); err != nil {
+			t.Fatal(err)
+		}
+		// Goroutines that hold their threads while blocked make the
+		// runtime start new ones, cloned from threads already changed.
+		block := make(chan struct{})
+		var started sync.WaitGroup
+		for range 4 {
+			started.Add(1)
+			go func() {
+				runtime.LockOSThread()
+				started.Done()
+				<-block
+			}()
+		}
+		started.Wait()
+		for _, tid := range threads(t) {
+			a, err := unix.SchedGetAttr(tid, 0)
+			if err != nil {
+				continue // exited
+			}
+			fmt.Printf("THREAD %d %d\n", a.Nice, a.Runtime)
+		}
+		close(block)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestShortenSlice$")
+	cmd.Env = append(os.Environ(), "ROLECTL_SLICE_CHILD=1")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, b)
+	}
+	type thread struct {
+		nice  int
+		slice uint64
+	}
+	var got []thread
+	custom := false
+	for _, l := range strings.Split(string(b), "\n") {
+		var th thread
+		if _, err := fmt.Sscanf(l, "THREAD %d %d", &th.nice, &th.slice); err == nil {
+			got = append(got, th)
+			custom = custom || th.slice != 0
+		}
+	}
+	if len(got) < 6 {
+		t.Fatalf("%d threads reported, want the runtime's and the 4 new ones\n%s", len(got), b)
+	}
+	if !custom {
+		t.Skip("this kernel keeps no custom EEVDF slice (before 6.12): nothing to check")
+	}
+	for _, th := range got {
+		if th.nice < 3 || th.slice != 250_000 {
+			t.Errorf("threads (nice, slice ns) %v, want every one nice >= 3 and 250000 ns", got)
+			break
+		}
+	}
 }
