@@ -28,6 +28,10 @@
 #                                           ~100 ms run (each finished request is replaced at
 #                                           once, its prefill joining the others' decode steps,
 #                                           as the engine's decode_tok_s_xC includes prefills)
+#                                           Every client run gets its own --seed: with one seed
+#                                           the same random prompts came back in every run and
+#                                           stream count, and the server's prompt cache served
+#                                           their prefill, which the engine always computes
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine, of every
 #                                           server role (LIGHTLLM_CPUPROFILE_DIR) and of each
@@ -147,7 +151,7 @@ for name in $MODELS; do
 			[ -z "$CPUPROFILE_DIR" ] || cprof=(--cpuprofile "$CPUPROFILE_DIR/client-$name-$s-$run.pprof")
 			/usr/bin/time -f '%U %S' -o "$work/cpu" "${client_cpus[@]}" "$BIN" bench --url "http://127.0.0.1:$PORT" --dataset random \
 				--tokenizer "$model" --input_len "$PROMPT" --output_len "$GEN" --ignore_eos --max_concurrency "$s" \
-				--num_prompts "$n" --json "$work/bench.json" "${cprof[@]}" >"$work/bench.log" 2>&1 ||
+				--num_prompts "$n" --seed "$((run * 100000 + s))" --json "$work/bench.json" "${cprof[@]}" >"$work/bench.log" 2>&1 ||
 				{ log "bench failed:"; tail -20 "$work/bench.log" >&2; exit 1; }
 			read -r u sy <"$work/cpu"
 			record server "$name" "$s" "$(jq -c --argjson cpu "$(jq -n "$u + $sy")" '{output_throughput, mean_tpot_ms, mean_ttft_ms,
