@@ -111,6 +111,11 @@ func TestShortenSlice(t *testing.T) {
 		if err := lowerPriority(3); err != nil {
 			t.Fatal(err)
 		}
+		want, err := selfNice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("NICE %d\n", want)
 		if err := shortenSlice(250); err != nil {
 			t.Fatal(err)
 		}
@@ -148,8 +153,9 @@ func TestShortenSlice(t *testing.T) {
 		slice uint64
 	}
 	var got []thread
-	custom := false
+	custom, want := false, -100
 	for _, l := range strings.Split(string(b), "\n") {
+		fmt.Sscanf(l, "NICE %d", &want)
 		var th thread
 		if _, err := fmt.Sscanf(l, "THREAD %d %d", &th.nice, &th.slice); err == nil {
 			got = append(got, th)
@@ -163,8 +169,8 @@ func TestShortenSlice(t *testing.T) {
 		t.Skip("this kernel keeps no custom EEVDF slice (before 6.12): nothing to check")
 	}
 	for _, th := range got {
-		if th.nice < 3 || th.slice != 250_000 {
-			t.Errorf("threads (nice, slice ns) %v, want every one nice >= 3 and 250000 ns", got)
+		if th.nice != want || want < 3 || th.slice != 250_000 {
+			t.Errorf("threads (nice, slice ns) %v, want every one nice %d (>= 3) and 250000 ns", got, want)
 			break
 		}
 	}
