@@ -153,11 +153,27 @@ func launch(t *testing.T, bin, model string, extra ...string) *server {
 		}
 		_ = os.RemoveAll(s.shmDir)
 		if t.Failed() {
-			t.Logf("server log (last 8 KiB):\n%s", tail(s.log.String(), 8192))
+			t.Logf("server log (last 8 KiB%s):\n%s", keepLog(s.log.String()), tail(s.log.String(), 8192))
 		}
 	})
 	s.waitHealthy(30 * time.Second)
 	return s
+}
+
+// keepLog writes a failed test's whole server log to a file that outlives
+// the test, since the error that explains a failure (a kill storm's lost
+// request) usually scrolled out of the 8 KiB shown; it returns the file's
+// name for the message, or nothing when it cannot be written.
+func keepLog(log string) string {
+	f, err := os.CreateTemp("", "lightllm-e2e-server-*.log")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.WriteString(log); err != nil {
+		return ""
+	}
+	return "; all of it in " + f.Name()
 }
 
 func tail(s string, n int) string {
