@@ -102,15 +102,26 @@ func TestOptionalPusherCloseWhileDialing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Never accepted: the kernel completes connect from the backlog, and
-	// the greeting is never answered.
 	defer l.Close()
+	// The connection is accepted and never answered: its arrival says the
+	// writer is in Dial, waiting for a greeting that never comes.
+	dialing := make(chan net.Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			dialing <- c
+		}
+	}()
 	push, err := newOptionalPusher("ipc://"+path, fastRetry, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	push.Send(&Metric{Kind: CounterAdd, Name: "c", Value: 1})
-	time.Sleep(100 * time.Millisecond) // the writer is in Dial by now
+	select {
+	case c := <-dialing:
+		defer c.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer never connected")
+	}
 	start := time.Now()
 	push.Close()
 	if d := time.Since(start); d > 2*time.Second {

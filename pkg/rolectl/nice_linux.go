@@ -3,6 +3,7 @@
 package rolectl
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,21 +25,12 @@ func lowerPriority(n int) error {
 	if cur >= n {
 		return nil
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("list threads: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		// A thread that exited since the listing is no error.
-		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil && err != unix.ESRCH {
+	return eachThread(func(tid int) error {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil {
 			return fmt.Errorf("setpriority thread %d: %w", tid, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // shortenSlice gives every thread of this process an EEVDF slice of us
@@ -47,6 +39,25 @@ func lowerPriority(n int) error {
 // cloned from these and inherit it. Kernels before 6.12 accept the call
 // and ignore the slice.
 func shortenSlice(us int) error {
+	return eachThread(func(tid int) error {
+		// getpriority returns 20 - nice for a thread (the raw syscall's
+		// convention, which x/sys passes through).
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+		if err != nil {
+			return fmt.Errorf("getpriority thread %d: %w", tid, err)
+		}
+		attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: int32(20 - prio),
+			Runtime: uint64(us) * 1000}
+		if err := unix.SchedSetAttr(tid, attr, 0); err != nil {
+			return fmt.Errorf("sched_setattr thread %d: %w", tid, err)
+		}
+		return nil
+	})
+}
+
+// eachThread calls set for every thread of this process. A thread that
+// exited since the listing (ESRCH) is no error.
+func eachThread(set func(tid int) error) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("list threads: %w", err)
@@ -56,19 +67,8 @@ func shortenSlice(us int) error {
 		if err != nil {
 			continue
 		}
-		// getpriority returns 20 - nice for a thread (the raw syscall's
-		// convention, which x/sys passes through).
-		prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-		if err == unix.ESRCH {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("getpriority thread %d: %w", tid, err)
-		}
-		attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: int32(20 - prio),
-			Runtime: uint64(us) * 1000}
-		if err := unix.SchedSetAttr(tid, attr, 0); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("sched_setattr thread %d: %w", tid, err)
+		if err := set(tid); err != nil && !errors.Is(err, unix.ESRCH) {
+			return err
 		}
 	}
 	return nil
