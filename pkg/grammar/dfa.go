@@ -25,6 +25,9 @@ type dfa struct {
 	counted  *charCounter // set on quoted counted strings (see quoted)
 	cut      *cutInfo     // set on truncated content and its quoted form
 	excl     *exclInfo    // set on a string automaton minus literal keys
+	// needAt: per state, the frames the rest of the rule's text takes
+	// (depth.go); nil for a leaf, which needs 1 everywhere.
+	needAt []int32
 }
 
 // charCounter describes a quoted string of min to max characters built by

@@ -93,6 +93,7 @@ type Grammar struct {
 	names    []string
 	root     int32
 	maxDepth int32
+	need     []int32 // per rule: the frames its shortest text takes (depth.go)
 
 	mu     sync.Mutex
 	tables map[*Vocab]*maskMemo
@@ -350,8 +351,26 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 	if err := checkLeftRecursion(built, graphs, productive, b.names); err != nil {
 		return nil, err
 	}
+	g.need = ruleNeeds(nr, func(r int, ok []bool) bool {
+		switch d := built[r]; {
+		case !productive[r]:
+			return false
+		case b.later[int32(r)] != nil || shared[r]:
+			return true // calls nothing, and completes (productive)
+		case graphs[r] != nil:
+			return graphs[r].canReachAccept(ok, false)
+		default:
+			return d.canReachAccept(ok, false)
+		}
+	})
+	if g.need[root] > g.maxDepth {
+		return nil, errTooDeep(g.need[root], g.maxDepth)
+	}
 	for r, d := range built {
 		if d != nil {
+			if !shared[r] {
+				d.setNeed(g.need)
+			}
 			g.rules[r].Store(d)
 		}
 	}

@@ -194,6 +194,7 @@ func (g *Grammar) materialize(r int32) *dfa {
 				d.trim(g.productive)
 			}
 			d.finish()
+			d.setNeed(g.need)
 		}
 	}
 	g.bodies[r] = nil // its closure's data is no longer needed

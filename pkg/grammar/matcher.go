@@ -141,7 +141,7 @@ func (m *Matcher) ForcedBytes() []byte {
 		for _, s := range closed {
 			d := m.g.rule(s.rule)
 			for b := 0; b < 256; b++ {
-				if d.next(s.state, byte(b)) < 0 || b == only {
+				if t := d.next(s.state, byte(b)); t < 0 || !m.g.fits(d, t, s.depth) || b == only {
 					continue
 				}
 				if only >= 0 {

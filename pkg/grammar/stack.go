@@ -71,11 +71,12 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 			res = append(res, s)
 		}
 		for _, e := range d.callsAt(s.state) {
-			ret := mkStack(s.parent, s.rule, e.to)
-			if ret.depth >= g.maxDepth {
+			// The callee's frame, one deeper, and this rule's frame back
+			// at e.to must both still finish within the bound (depth.go).
+			if s.depth+g.need[e.rule] > g.maxDepth || !g.fits(d, e.to, s.depth) {
 				continue
 			}
-			work = append(work, mkStack(ret, e.rule, 0))
+			work = append(work, mkStack(mkStack(s.parent, s.rule, e.to), e.rule, 0))
 		}
 		if d.accept[s.state] {
 			if s.parent == nil {
@@ -92,7 +93,8 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 func (g *Grammar) step(set []*stack, b byte, out []*stack) []*stack {
 	out = out[:0]
 	for _, s := range set {
-		if t := g.rule(s.rule).next(s.state, b); t >= 0 {
+		d := g.rule(s.rule)
+		if t := d.next(s.state, b); t >= 0 && g.fits(d, t, s.depth) {
 			out = addStack(out, mkStack(s.parent, s.rule, t))
 		}
 	}

@@ -123,10 +123,11 @@ func (w *walker) fast(n int32, s *stack, d *dfa) {
 	st[v.nodeDepth[n]] = s.state
 	end := v.nodeEnd[n]
 	trans, cls, ncls := d.trans, &d.cls, d.ncls
+	needAt, room := d.needAt, w.g.maxDepth-s.depth+1 // Grammar.fits
 	for i := n + 1; i < end; {
 		dep := v.nodeDepth[i]
 		q := int32(trans[int(st[dep-1])*ncls+int(cls[v.nodeByte[i]])])
-		if q < 0 {
+		if q < 0 || needAt != nil && needAt[q] > room {
 			i = v.nodeEnd[i]
 			continue
 		}

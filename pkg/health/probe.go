@@ -42,7 +42,15 @@ func NewHTTPProbe(cfg *config.Config) *HTTPProbe {
 	case "::", "[::]":
 		host = "::1"
 	}
-	p := &HTTPProbe{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port)) + "/generate", Client: &http.Client{}}
+	// A new connection per probe: the apiserver closes a keep-alive
+	// connection idle for 10 s (apiserver.Options.IdleTimeout), the
+	// probe's default interval, and a POST sent on one it is closing fails
+	// with EOF (net/http retries only idempotent requests): an unhealthy
+	// apiserver every few minutes in the log. A loopback connect per
+	// interval costs nothing, and the apiserver's accept path is part of
+	// what the probe checks.
+	p := &HTTPProbe{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Port)) + "/generate",
+		Client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	if keys := cfg.APIKeys(); len(keys) > 0 {
 		p.Key = keys[0]
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,6 +90,36 @@ func checkProbeErr(t *testing.T, err error, target string, status Status) {
 	}
 	if pe.Target != target || pe.Status != status {
 		t.Fatalf("probe error %v: target %s status %v, want %s %v", err, pe.Target, pe.Status, target, status)
+	}
+}
+
+// TestHTTPProbeNewConnection: every probe of NewHTTPProbe dials anew, so
+// none is sent on a keep-alive connection the apiserver is closing for
+// idleness (the probe's interval and the idle timeout are both 10 s).
+func TestHTTPProbeNewConnection(t *testing.T) {
+	var dials atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"generated_text":["!"],"finish_reason":"length"}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg := config.DefaultConfig()
+	cfg.Host = "127.0.0.1"
+	cfg.Port = srv.Listener.Addr().(*net.TCPAddr).Port
+	p := NewHTTPProbe(&cfg)
+	for i := range 3 {
+		if err := p.Probe(context.Background()); err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+	}
+	if n := dials.Load(); n != 3 {
+		t.Fatalf("3 probes used %d connections, want 3", n)
 	}
 }
 

@@ -153,7 +153,9 @@ func launch(t *testing.T, bin, model string, extra ...string) *server {
 		}
 		_ = os.RemoveAll(s.shmDir)
 		if t.Failed() {
-			t.Logf("server log (last 8 KiB%s):\n%s", keepLog(s.log.String()), tail(s.log.String(), 8192))
+			log := s.log.String()
+			t.Logf("server log, errors and warnings (first 8 KiB):\n%s", head(problems(log), 8192))
+			t.Logf("server log (last 8 KiB%s):\n%s", keepLog(log), tail(log, 8192))
 		}
 	})
 	s.waitHealthy(30 * time.Second)
@@ -174,6 +176,29 @@ func keepLog(log string) string {
 		return ""
 	}
 	return "; all of it in " + f.Name()
+}
+
+// problems is the lines of a JSON server log at level warn or above: the
+// CI output shows them even when the failure's cause scrolled out of the
+// tail and the kept file is on a machine nobody can reach.
+func problems(log string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) ||
+			strings.Contains(line, `"level":"fatal"`) || strings.Contains(line, `"level":"panic"`) ||
+			strings.HasPrefix(line, "panic:") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func head(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "\n[...]"
+	}
+	return s
 }
 
 func tail(s string, n int) string {

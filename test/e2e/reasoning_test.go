@@ -308,27 +308,44 @@ func TestReasoning(t *testing.T) {
 // postStatus posts body as JSON to url and decodes the answer into out,
 // whatever its status.
 func postStatus(url string, body any, out any) (int, error) {
+	status, raw, err := postRaw(url, body)
+	if err != nil {
+		return status, err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return status, fmt.Errorf("%d %s: %v", status, raw, err)
+	}
+	return status, nil
+}
+
+// postRaw POSTs body as JSON and returns the status and the response body.
+func postRaw(url string, body any) (int, []byte, error) {
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	var raw bytes.Buffer
 	if _, err := raw.ReadFrom(resp.Body); err != nil {
-		return resp.StatusCode, err
+		return resp.StatusCode, nil, err
 	}
-	if err := json.Unmarshal(raw.Bytes(), out); err != nil {
-		return resp.StatusCode, fmt.Errorf("%d %s: %v", resp.StatusCode, raw.Bytes(), err)
-	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, raw.Bytes(), nil
 }
 
 // postJSON is postStatus that wants 200.
 func postJSON(url string, body any, out any) error {
-	status, err := postStatus(url, body, out)
-	if err == nil && status != http.StatusOK {
-		err = fmt.Errorf("%s: status %d", url, status)
+	status, raw, err := postRaw(url, body)
+	if err != nil {
+		return err
 	}
-	return err
+	if status != http.StatusOK {
+		// The error object says why (a 500's message names the slot whose
+		// cause the server log holds).
+		return fmt.Errorf("%s: status %d: %s", url, status, tail(string(raw), 1024))
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%d %s: %v", status, raw, err)
+	}
+	return nil
 }

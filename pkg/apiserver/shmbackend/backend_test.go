@@ -3,6 +3,7 @@ package shmbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -278,6 +279,24 @@ func TestEventsAndRelease(t *testing.T) {
 	}
 	if b.Active() != 0 {
 		t.Errorf("%d groups still active", b.Active())
+	}
+}
+
+// TestFailedRequestSaysWhere: a request infer or the router ended with an
+// error reaches the client with a message naming the slot and the logs
+// that hold the cause, not an empty "generation failed: ".
+func TestFailedRequestSaysWhere(t *testing.T) {
+	h := newHarness(t, 2)
+	b := h.backend()
+	st := submit(t, b, 1, greedy(10))
+	ref := h.recv().Slots[0]
+	s := slotOf(t, h.region, ref)
+	pipelineRun(t, s, ref.Gen, []int32{40}, []string{"a"}, shm.FinishError)
+	b.bell.Ring()
+	evs := collect(t, st)
+	last := evs[len(evs)-1]
+	if want := fmt.Sprintf("slot %d;", s.Index); last.Reason != apiserver.FinishError || !strings.Contains(last.Err, want) || !strings.Contains(last.Err, "infer") {
+		t.Fatalf("last event %+v, want an error naming %q and the infer log", last, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package shmbackend
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -195,6 +196,11 @@ func pieceEvent(q seqSlot, st *seqState, seq int, p shm.TextPiece) (apiserver.Ev
 		st.done = true
 		ev.Finished = true
 		ev.Reason = finishReason(s)
+		if ev.Reason == apiserver.FinishError {
+			// The slot has no room for infer's or the router's error text;
+			// their logs carry it, under the slot's index.
+			ev.Err = fmt.Sprintf("the engine ended the request with an error (slot %d; the infer and router logs name the cause)", s.Index)
+		}
 		if s.Flags.Load()&shm.FlagEmbed != 0 && ev.Reason != apiserver.FinishAbort && ev.Reason != apiserver.FinishError {
 			// Stored by infer before the release the final piece follows.
 			if v, err := s.Embedding(); err == nil {
