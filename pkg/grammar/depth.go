@@ -125,5 +125,5 @@ func (d *dfa) setNeed(need []int32) {
 // fits reports whether a frame of rule automaton d in state q at stack
 // depth depth can still finish within the bound.
 func (g *Grammar) fits(d *dfa, q, depth int32) bool {
-	return d.needAt == nil || depth-1+d.needAt[q] <= g.maxDepth
+	return d.needAt == nil || d.needAt[q] <= g.maxDepth-depth+1 // noNeed must not overflow
 }

@@ -73,7 +73,7 @@ func (g *Grammar) closure(cfg []*stack, out []*stack) (res []*stack, canEnd bool
 		for _, e := range d.callsAt(s.state) {
 			// The callee's frame, one deeper, and this rule's frame back
 			// at e.to must both still finish within the bound (depth.go).
-			if s.depth+g.need[e.rule] > g.maxDepth || !g.fits(d, e.to, s.depth) {
+			if g.need[e.rule] > g.maxDepth-s.depth || !g.fits(d, e.to, s.depth) {
 				continue
 			}
 			work = append(work, mkStack(mkStack(s.parent, s.rule, e.to), e.rule, 0))
