@@ -245,6 +245,33 @@ func TestStructuredOutput(t *testing.T) {
 		}
 	})
 
+	// A model that keeps opening nests a recursive grammar to its depth
+	// bound (pkg/grammar/depth.go); there the mask must still leave a way
+	// to finish. Before the bound's fit checks, 26-29 of 32 such requests
+	// ended in a 500 ("the grammar allows no token here").
+	t.Run("recursion to the depth bound", func(t *testing.T) {
+		const gbnf = `root ::= list
+list ::= "[" (item ("," item)*)? "]"
+item ::= list | "x" | "(" pair ")"
+pair ::= item ":" item`
+		errs := make([]error, 16)
+		parallel(len(errs), 16, func(i int) {
+			a, err := postChat(s.base, map[string]any{"model": "m", "temperature": 1, "seed": 2000 + i, "max_tokens": 400,
+				"messages": []map[string]any{{"role": "user", "content": "Nest."}}, "guided_grammar": gbnf})
+			switch {
+			case err != nil:
+				errs[i] = err
+			case a.Choices[0].FinishReason != "stop" && a.Choices[0].FinishReason != "length":
+				errs[i] = fmt.Errorf("finish reason %q", a.Choices[0].FinishReason)
+			}
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("seed %d: %v", 2000+i, err)
+			}
+		}
+	})
+
 	t.Run("openai node client", func(t *testing.T) {
 		runOpenAIClientCheck(t, s.base, "--require-chat", "--structured")
 	})
