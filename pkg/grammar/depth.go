@@ -1,9 +1,6 @@
 package grammar
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // The depth bound. A Matcher's stacks hold at most MaxDepth frames, which
 // keeps a recursive grammar's configurations finite. Refusing only the
@@ -54,14 +51,6 @@ func ruleNeeds(nr int, completes func(r int, ok []bool) bool) []int32 {
 			need[r], ok[r] = k, true
 		}
 	}
-}
-
-// errTooDeep refuses a grammar none of whose texts fits in maxDepth frames.
-func errTooDeep(need, maxDepth int32) error {
-	if need == noNeed {
-		return fmt.Errorf("%w: the grammar matches nothing", ErrUnsatisfiable)
-	}
-	return fmt.Errorf("%w: its shortest text nests %d rules deep, over MaxDepth %d", ErrUnsatisfiable, need, maxDepth)
 }
 
 // setNeed computes d.needAt from the needs of the rules it calls: for each

@@ -363,8 +363,8 @@ func (b *builder) build(root int32, opts Options) (*Grammar, error) {
 			return d.canReachAccept(ok, false)
 		}
 	})
-	if g.need[root] > g.maxDepth {
-		return nil, errTooDeep(g.need[root], g.maxDepth)
+	if g.need[root] > g.maxDepth { // productive, so finite
+		return nil, fmt.Errorf("%w: its shortest text nests %d rules deep, over MaxDepth %d", ErrUnsatisfiable, g.need[root], g.maxDepth)
 	}
 	for r, d := range built {
 		if d != nil {

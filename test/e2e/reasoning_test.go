@@ -312,10 +312,14 @@ func postStatus(url string, body any, out any) (int, error) {
 	if err != nil {
 		return status, err
 	}
+	return status, decodeAnswer(status, raw, out)
+}
+
+func decodeAnswer(status int, raw []byte, out any) error {
 	if err := json.Unmarshal(raw, out); err != nil {
-		return status, fmt.Errorf("%d %s: %v", status, raw, err)
+		return fmt.Errorf("%d %s: %v", status, raw, err)
 	}
-	return status, nil
+	return nil
 }
 
 // postRaw POSTs body as JSON and returns the status and the response body.
@@ -333,19 +337,16 @@ func postRaw(url string, body any) (int, []byte, error) {
 	return resp.StatusCode, raw.Bytes(), nil
 }
 
-// postJSON is postStatus that wants 200.
+// postJSON is postStatus that wants 200; another status's error names the
+// answer's body (a 500's message names the slot whose cause the server log
+// holds).
 func postJSON(url string, body any, out any) error {
 	status, raw, err := postRaw(url, body)
 	if err != nil {
 		return err
 	}
 	if status != http.StatusOK {
-		// The error object says why (a 500's message names the slot whose
-		// cause the server log holds).
 		return fmt.Errorf("%s: status %d: %s", url, status, tail(string(raw), 1024))
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%d %s: %v", status, raw, err)
-	}
-	return nil
+	return decodeAnswer(status, raw, out)
 }
