@@ -17,11 +17,19 @@ type Task interface {
 
 // spinFor is how long an idle helper keeps polling for the next job
 // before it parks. A forward pass hands the pool a job every few
-// microseconds (a decode step of a 12-layer model runs ~60), and waking a
-// parked goroutine costs ~10-50 µs (futex, scheduler), which at two
-// threads cost more than the second thread gained on small models. Past a
-// pass's end the helpers park, so an idle engine uses no CPU.
-const spinFor = 50 * time.Microsecond
+// microseconds (a decode step of a 12-layer model runs ~60), and a parked
+// helper takes 100-250 µs to run again once woken (Cond.Broadcast, a futex
+// wake of its thread, the Go scheduler handing it a P: measured with
+// runtime/trace on the 2-core dev VM), during which the caller works
+// alone. The span that matters is between one step's last job and the
+// next step's first: sampling, the server's publishing and doorbells, the
+// next batch's set-up — 80-300 µs in infer. At 50 µs the helper parked in
+// every decode step of a 160M model and infer's step took ~10% longer than
+// bench-engine's (docs/performance.md, issue 25); 1 ms covers the span
+// (llama.cpp's threads poll for milliseconds too). A helper that spins
+// yields its core every 64 polls, and once the engine goes idle the
+// helpers park, so an idle engine still uses no CPU.
+const spinFor = time.Millisecond
 
 // Pool is a fixed set of worker goroutines that live as long as the pool,
 // so a forward pass does not create goroutines. Run is not reentrant: one
