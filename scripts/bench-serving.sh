@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Serving overhead (issue 25): the engine alone vs the launched server on the
-# same model and thread count. For each model it runs `lightllm bench-engine
-# --distinct_prompts` (decode_tok_s_xC: C sequences, each with a 16-token
-# prompt of its own as the server's random prompts are, generating GEN greedy
-# tokens together, their prefill included) and then launches the server and
-# runs `lightllm bench --dataset random --input_len 16 --output_len GEN
-# --ignore_eos --max_concurrency C` against it, and prints per stream count:
+# same model and thread count. For each model it launches the server and, for
+# each stream count C, runs `lightllm bench-engine --distinct_prompts
+# --sequences C` (decode_tok_s_xC: C sequences, each with a 16-token prompt of
+# its own as the server's random prompts are, generating GEN greedy tokens
+# together, their prefill included) while the server idles, and right after it
+# `lightllm bench --dataset random --input_len 16 --output_len GEN
+# --ignore_eos --max_concurrency C` against the server, and prints per stream count:
 # engine tok/s, the engine's decode-only step, server output tok/s, server
 # TPOT, server / engine, the extra time per decode step (server TPOT minus
 # the engine's step), and the benchmark client's own CPU time (user+sys), so
@@ -13,7 +14,11 @@
 # successive stream counts, the TPOT growth per run: the server's TPOT ratio,
 # the engine step's ratio in the same run, and their quotient (issue 25's
 # target: at most 1 for stories260K from 64 to 256 streams); per run, since
-# the host's drift between runs is as large as the effect.
+# the host's drift between runs is as large as the effect. The quotient is
+# also server/engine at the larger count over server/engine at the smaller,
+# so each engine measurement sits next to the server run it is held against:
+# the host's drift between two stream counts' runs (seconds to minutes apart)
+# then cancels in each pair instead of entering the server's ratio alone.
 #
 # usage: scripts/bench-serving.sh          (several minutes on the 2-core dev box)
 # env:   THREADS=1 STREAMS="1 16 64 256" GEN=64
@@ -33,9 +38,9 @@
 #                                           stream count, and the server's prompt cache served
 #                                           their prefill, which the engine always computes
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
-#        CPUPROFILE_DIR=DIR                 also write CPU profiles of bench-engine, of every
-#                                           server role (LIGHTLLM_CPUPROFILE_DIR) and of each
-#                                           benchmark client run there
+#        CPUPROFILE_DIR=DIR                 also write CPU profiles of each bench-engine run, of
+#                                           every server role (LIGHTLLM_CPUPROFILE_DIR) and of
+#                                           each benchmark client run there
 #        OUT=FILE                           also write every raw JSON line there
 #        SERVER_ARGS="--pipeline_nice 10"   extra `lightllm launch` flags
 #        PIN=0                              1: launch with --pin_cpus (infer on CPUs 0..THREADS-1,
@@ -117,7 +122,6 @@ fi
 
 maxs=1
 for s in $STREAMS; do [ "$s" -gt "$maxs" ] && maxs=$s; done
-seqs=$(tr ' ' ',' <<<"$STREAMS")
 
 for name in $MODELS; do
 	model=$(resolve "$name")
@@ -136,15 +140,16 @@ for name in $MODELS; do
 	if [ -z "$up" ]; then
 		log "server did not come up:"; tail -20 "$work/server.log" >&2; exit 1
 	fi
-	# The engine runs while the server idles, alternating with the server
-	# runs, so a load change on a shared machine hits both sides alike.
+	# The engine runs while the server idles, right before the server run
+	# at the same stream count, so a load change on a shared machine hits
+	# both sides of each ratio alike.
 	for run in $(seq "$RUNS"); do
-		log "$name run $run/$RUNS: bench-engine --threads $THREADS --sequences $seqs"
-		prof=()
-		[ -z "$CPUPROFILE_DIR" ] || { mkdir -p "$CPUPROFILE_DIR"; prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$run.pprof"); }
-		record engine "$name" 0 "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
-			--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$seqs" --distinct_prompts --json "${prof[@]}")"
 		for s in $STREAMS; do
+			log "$name run $run/$RUNS: bench-engine --threads $THREADS --sequences $s"
+			prof=()
+			[ -z "$CPUPROFILE_DIR" ] || prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$s-$run.pprof")
+			record engine "$name" "$s" "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
+				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --distinct_prompts --json "${prof[@]}")"
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
 			cprof=()
@@ -176,9 +181,9 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
     + ("server tok/s" | fmt(13)) + ("TPOT ms" | fmt(9)) + ("srv/eng" | fmt(8)) + ("extra/step ms" | fmt(14))
     + ("client cpu s" | fmt(13)) + "of wall s",
   (group_by(.name)[] | . as $rows
-   | ($rows | map(select(.kind == "engine"))) as $e
    | $rows | map(select(.kind == "server")) | group_by(.streams)[] as $ss
    | $ss[0].streams as $c
+   | ($rows | map(select(.kind == "engine" and .streams == $c))) as $e
    | ($e | map(.["decode_tok_s_x\($c)"]) | median) as $et
    | ($e | map(step($c)) | median) as $step
    | ($ss | map(.output_throughput) | median) as $st
@@ -195,11 +200,11 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
    | range(1; $cs | length) as $k
    | $cs[$k - 1] as $a | $cs[$k] as $b
    | [$rows | group_by(.run)[]
-      | (map(select(.kind == "engine"))[0]) as $e
+      | (map(select(.kind == "engine" and .streams == $a))[0] | step($a)) as $ea
+      | (map(select(.kind == "engine" and .streams == $b))[0] | step($b)) as $eb
       | (map(select(.kind == "server" and .streams == $a))[0].mean_tpot_ms) as $ta
       | (map(select(.kind == "server" and .streams == $b))[0].mean_tpot_ms) as $tb
-      | {s: div($tb; $ta),
-         e: div($e | step($b); $e | step($a))}
+      | {s: div($tb; $ta), e: div($eb; $ea)}
       | . + {p: div(.s; .e)}] as $g
    | ($rows[0].name | fmt(13)) + ("\($a) -> \($b)" | fmt(11))
      + "server x" + ($g | map(.s | r(2)) | join(" ")) + ", engine x" + ($g | map(.e | r(2)) | join(" "))
