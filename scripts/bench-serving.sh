@@ -37,6 +37,10 @@
 #                                           the same random prompts came back in every run and
 #                                           stream count, and the server's prompt cache served
 #                                           their prefill, which the engine always computes
+#        REPEAT=1                           bench-engine --repeat: each engine measurement over this
+#                                           many runs of its test, as the server's is over WAVES
+#                                           waves (a small model's single run at 64 streams lasts
+#                                           half a second)
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of each bench-engine run, of
 #                                           every server role (LIGHTLLM_CPUPROFILE_DIR) and of
@@ -56,6 +60,7 @@ MODELS=${MODELS:-"stories260K m160-q8_0"}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 MIN_PROMPTS=${MIN_PROMPTS:-8}
 WAVES=${WAVES:-3}
+REPEAT=${REPEAT:-1}
 PORT=${PORT:-18925}
 CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 OUT=${OUT:-}
@@ -149,7 +154,7 @@ for name in $MODELS; do
 			prof=()
 			[ -z "$CPUPROFILE_DIR" ] || prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$s-$run.pprof")
 			record engine "$name" "$s" "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
-				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --distinct_prompts --json "${prof[@]}")"
+				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --repeat "$REPEAT" --distinct_prompts --json "${prof[@]}")"
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
 			cprof=()
@@ -166,7 +171,8 @@ for name in $MODELS; do
 	stop_server
 done
 
-jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" --arg pin "$PIN" '
+jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" --arg pin "$PIN" \
+	--argjson repeat "$REPEAT" --argjson waves "$WAVES" '
   def median: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor]
     else (.[length/2-1] + .[length/2]) / 2 end;
   def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
@@ -174,7 +180,8 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
   def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
   def step($c): div($c * 1000; .["decode_only_tok_s_x\($c)"]); # ms, of an engine record (null: none)
   "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
-  "engine tok/s = bench-engine --distinct_prompts decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
+  "engine tok/s = bench-engine --distinct_prompts --repeat \($repeat) decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
+  "server: \($waves) waves of C requests at concurrency C (at least the minimum of prompts);",
   "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
   "",
   ("model" | fmt(13)) + ("streams" | fmt(8)) + ("engine tok/s" | fmt(13)) + ("step ms" | fmt(9))

@@ -73,6 +73,7 @@ func newBenchEngineCmd() *cobra.Command {
 	f.IntVar(&o.Context, "context", 0, "also measure decode after a prompt of this many tokens (1 sequence and the largest --sequences count)")
 	f.BoolVar(&o.Churn, "churn", false, "with --context: first run short requests through each long-context test's engine until every KV slot has been used, as in a server that has been running")
 	f.BoolVar(&o.DistinctPrompts, "distinct_prompts", false, "decode tests: each sequence its own 16-token prompt (consecutive windows of the same walk) instead of bench.mjs's one prompt for all, as a server benchmark's prompts are")
+	f.IntVar(&o.Repeat, "repeat", 1, "run each decode test this many times, each on a fresh engine, and report the rates over all of them (a longer measurement on a noisy host)")
 	f.IntVar(&o.PrefillChunk, "prefill_chunk", 512, "prompt chunk of the prefill tests (llama.cpp's default n_ubatch, which bench.mjs and longctx.mjs use)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&o.MmapWeights, "mmap_weights", false, "compute from the file mapping instead of huge-page copies of the weights")

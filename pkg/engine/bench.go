@@ -39,6 +39,12 @@ type BenchOptions struct {
 	// its data-dependent branches repeating row after row); a baseline for
 	// the server should not have that advantage.
 	DistinctPrompts bool
+	// Repeat runs each decode test this many times (0 is once), each on a
+	// fresh engine, and reports the rates over all of them together: one
+	// run of a small model at 64 sequences lasts half a second, short
+	// enough for one hiccup of a shared host to move it by a tenth, and a
+	// server benchmark it is held against runs several waves of requests.
+	Repeat int
 }
 
 func (o BenchOptions) prefillChunk() int {
@@ -74,9 +80,15 @@ func BenchModel(ctx context.Context, path string, threads int, o BenchOptions) (
 // 16 tokens (or 16 of their own, BenchOptions.DistinctPrompts), to generate
 // GenTokens greedy tokens together (their short
 // prefill included, as in bench.mjs). decode_only_tok_s_xS leaves that
-// prefill out: the S*(GenTokens-1) tokens after every sequence has its first
+// prefill out: the tokens generated after every sequence has its first
 // one, over the time they took; it is the rate to hold against the memory
 // roofline, since the short prefill of bench.mjs's method is not decode.
+// mean_tpot_ms_xS is a serving benchmark's mean TPOT over the S sequences
+// (each one's time from its first token to its last over its tokens after
+// the first), the figure to hold a server's TPOT against: where the
+// prompts take several steps to admit, the sequences admitted first
+// decode through the steps that prefill the others, in the engine as in
+// a server, and decode_only leaves those steps out.
 // overhead_pct_xS is the share of the whole time spent in the engine outside
 // model.Forward.
 func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64, error) {
@@ -88,6 +100,9 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 		if s < 1 {
 			return nil, fmt.Errorf("bench: sequence count %d must be >= 1", s)
 		}
+	}
+	if o.Repeat < 0 {
+		return nil, fmt.Errorf("bench: repeat %d must be >= 0", o.Repeat)
 	}
 	if o.Churn && o.Context <= 0 {
 		return nil, fmt.Errorf("bench: --churn applies to the long-context tests: it needs --context")
@@ -111,17 +126,24 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 	greedy.MaxNewTokens = o.GenTokens
 	for _, s := range o.Sequences {
 		prompts := decodePrompts(s, len(short), vocab, o.DistinctPrompts)
-		r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * (o.GenTokens + 40), MaxReqTotalLen: len(short) + o.GenTokens,
-			BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
-		if err != nil {
-			return nil, err
+		runs := max(o.Repeat, 1)
+		var sum benchResult
+		for range runs {
+			r, err := benchRun(ctx, m, Options{MaxTotalTokens: s * (o.GenTokens + 40), MaxReqTotalLen: len(short) + o.GenTokens,
+				BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy)
+			if err != nil {
+				return nil, err
+			}
+			sum.add(r)
 		}
-		d, st := r.total, r.stats
-		res[fmt.Sprintf("decode_tok_s_x%d", s)] = round2(float64(s*o.GenTokens) / d.Seconds())
-		if o.GenTokens > 1 && r.afterFirst > 0 {
-			res[fmt.Sprintf("decode_only_tok_s_x%d", s)] = round2(float64(s*(o.GenTokens-1)) / r.afterFirst.Seconds())
+		res[fmt.Sprintf("decode_tok_s_x%d", s)] = round2(float64(runs*s*o.GenTokens) / sum.total.Seconds())
+		if sum.afterTokens > 0 && sum.afterFirst > 0 {
+			res[fmt.Sprintf("decode_only_tok_s_x%d", s)] = round2(float64(sum.afterTokens) / sum.afterFirst.Seconds())
 		}
-		res[fmt.Sprintf("overhead_pct_x%d", s)] = round2(100 * float64(st.StepTime-st.ForwardTime) / float64(st.StepTime))
+		if sum.tpotN > 0 {
+			res[fmt.Sprintf("mean_tpot_ms_x%d", s)] = math.Round(float64(sum.tpot)/float64(sum.tpotN)/1e3) / 1e3 // to the µs
+		}
+		res[fmt.Sprintf("overhead_pct_x%d", s)] = round2(100 * float64(sum.stats.StepTime-sum.stats.ForwardTime) / float64(sum.stats.StepTime))
 	}
 	if o.Context > 0 {
 		if err := benchContext(ctx, m, o, res); err != nil {
@@ -132,7 +154,7 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 }
 
 // benchContext measures decode after a long prompt: decode_ctx_tok_s_xS is
-// the S*(GenTokens-1) tokens generated after every sequence has its first
+// the tokens generated after every sequence has its first
 // token (its Context-token prefill done), over the time they took;
 // prefill_ctx_tok_s is the single sequence's prompt over the time to its
 // first token (longctx.mjs's prefill_tok_s).
@@ -163,8 +185,8 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 		if err != nil {
 			return err
 		}
-		if r.afterFirst > 0 {
-			res[fmt.Sprintf("decode_ctx_tok_s_x%d", s)] = round2(float64(s*(o.GenTokens-1)) / r.afterFirst.Seconds())
+		if r.afterFirst > 0 && r.afterTokens > 0 {
+			res[fmt.Sprintf("decode_ctx_tok_s_x%d", s)] = round2(float64(r.afterTokens) / r.afterFirst.Seconds())
 			if s == 1 {
 				// The prompt's prefill: Add to its first token.
 				res["prefill_ctx_tok_s"] = round2(float64(o.Context) / (r.total - r.afterFirst).Seconds())
@@ -210,7 +232,31 @@ func churn(ctx context.Context, e *Engine) error {
 type benchResult struct {
 	total      time.Duration // Add of the first request to the last token
 	afterFirst time.Duration // from the step where the last request got its first token to the end
-	stats      Stats
+	// afterTokens are the tokens generated in afterFirst. Not every
+	// sequence has just one token when it starts: prompts that take more
+	// than one step's prefill budget are admitted over several steps, and
+	// the first admitted decode in the steps that admit the rest (64
+	// sequences of 16 tokens take 2 steps of 512, 256 take 8).
+	afterTokens int
+	// tpot is the sum over the sequences of each one's time per output
+	// token after its first, (last token - first token) / (tokens - 1),
+	// over tpotN sequences: a benchmark client's mean TPOT, which for a
+	// sequence admitted early includes the steps that prefilled the
+	// others.
+	tpot  time.Duration
+	tpotN int
+	stats Stats
+}
+
+// add accumulates another run's times and counts.
+func (r *benchResult) add(o benchResult) {
+	r.total += o.total
+	r.afterFirst += o.afterFirst
+	r.afterTokens += o.afterTokens
+	r.tpot += o.tpot
+	r.tpotN += o.tpotN
+	r.stats.StepTime += o.stats.StepTime
+	r.stats.ForwardTime += o.stats.ForwardTime
 }
 
 // benchRun runs prompts to completion on a fresh engine and times it.
@@ -237,7 +283,15 @@ func benchRunAfter(ctx context.Context, m Forwarder, opts Options, prompts [][]i
 			return benchResult{}, fmt.Errorf("bench: %w", err)
 		}
 	}
-	started := make(map[uint64]bool, len(prompts))
+	// Per sequence (IDs are prompt indexes): its tokens so far and the
+	// times of its first and last.
+	type seq struct {
+		n           int
+		first, last time.Time
+	}
+	seqs := make([]seq, len(prompts))
+	started := 0
+	var r benchResult
 	var allStarted time.Time
 	for e.HasWork() {
 		if err := ctx.Err(); err != nil {
@@ -247,19 +301,36 @@ func benchRunAfter(ctx context.Context, m Forwarder, opts Options, prompts [][]i
 		if err != nil {
 			return benchResult{}, fmt.Errorf("bench: %w", err)
 		}
-		if allStarted.IsZero() {
-			for _, o := range outs {
-				started[o.ID] = true
+		now := time.Now()
+		for _, o := range outs {
+			if o.Token < 0 {
+				continue
 			}
-			if len(started) == len(prompts) {
-				allStarted = time.Now()
+			sq := &seqs[o.ID]
+			if sq.n == 0 {
+				sq.first = now
+				started++
 			}
+			sq.n++
+			sq.last = now
+			if !allStarted.IsZero() {
+				r.afterTokens++
+			}
+		}
+		if allStarted.IsZero() && started == len(prompts) {
+			allStarted = now
 		}
 	}
 	end := time.Now()
-	r := benchResult{total: end.Sub(start), stats: e.Stats()}
+	r.total, r.stats = end.Sub(start), e.Stats()
 	if !allStarted.IsZero() {
 		r.afterFirst = end.Sub(allStarted)
+	}
+	for _, sq := range seqs {
+		if sq.n > 1 {
+			r.tpot += sq.last.Sub(sq.first) / time.Duration(sq.n-1)
+			r.tpotN++
+		}
 	}
 	return r, nil
 }

@@ -94,10 +94,73 @@ func TestBenchReportsEveryRate(t *testing.T) {
 		}
 	}
 	for _, bad := range []BenchOptions{{PromptTokens: 0, GenTokens: 1, Sequences: []int{1}}, {PromptTokens: 1, GenTokens: 1}, {PromptTokens: 1, GenTokens: 1, Sequences: []int{0}},
-		{PromptTokens: 1, GenTokens: 1, Sequences: []int{1}, Churn: true}} {
+		{PromptTokens: 1, GenTokens: 1, Sequences: []int{1}, Churn: true}, {PromptTokens: 1, GenTokens: 1, Sequences: []int{1}, Repeat: -1}} {
 		if _, err := Bench(context.Background(), nullModel{vocab: 64}, bad); err == nil {
 			t.Errorf("%+v: want error", bad)
 		}
+	}
+}
+
+// countingModel is nullModel counting the tokens it is given.
+type countingModel struct {
+	nullModel
+	tokens *int
+}
+
+func (c countingModel) Forward(b *Batch, kv *KV, logits [][]float32) error {
+	*c.tokens += len(b.Tokens)
+	return c.nullModel.Forward(b, kv, logits)
+}
+
+// Repeat runs every decode test that many times: the model sees each
+// test's prompts and generated tokens once per run (the prefill test once).
+func TestBenchRepeat(t *testing.T) {
+	const prompt, gen, seqs = 20, 8, 3
+	for _, repeat := range []int{0, 1, 3} {
+		var n int
+		res, err := Bench(context.Background(), countingModel{nullModel{vocab: 64}, &n},
+			BenchOptions{PromptTokens: prompt, GenTokens: gen, Sequences: []int{seqs}, Repeat: repeat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A sequence's prompt (16 tokens) and all but its last generated
+		// token go through Forward.
+		if want := prompt + max(repeat, 1)*seqs*(16+gen-1); n != want {
+			t.Errorf("repeat %d: the model saw %d tokens, want %d", repeat, n, want)
+		}
+		if v := res["decode_only_tok_s_x3"]; !(v > 0) {
+			t.Errorf("repeat %d: decode_only_tok_s_x3 = %v", repeat, v)
+		}
+		// The null model's TPOT may round to 0 ms.
+		if v, ok := res["mean_tpot_ms_x3"]; !ok || v < 0 {
+			t.Errorf("repeat %d: mean_tpot_ms_x3 = %v (present %v)", repeat, v, ok)
+		}
+	}
+}
+
+// When the prompts take more than one step to admit, the first admitted
+// decode in the steps that admit the rest: the decode-only window starts
+// with some sequences past their first token, and counts only the tokens
+// generated in it. 40 prompts of 16 tokens under a 512-token step: step 1
+// admits 32 (their first tokens), step 2 the other 8 while the 32 get a
+// second, so 32*(8-2) + 8*(8-1) = 248 tokens follow, not 40*(8-1).
+func TestBenchRunCountsTokensAfterAllStarted(t *testing.T) {
+	const seqs, gen = 40, 8
+	p := sampler.DefaultParams()
+	p.IgnoreEOS, p.MaxNewTokens = true, gen
+	r, err := benchRun(context.Background(), nullModel{vocab: 64}, Options{MaxTotalTokens: seqs * (gen + 40), MaxReqTotalLen: 16 + gen,
+		BatchMaxTokens: 512, DisablePromptCache: true, SkipLogProbs: true}, decodePrompts(seqs, 16, 64, true), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.afterTokens != 248 {
+		t.Errorf("%d tokens after every sequence started, want 248", r.afterTokens)
+	}
+	if r.tpotN != seqs || r.tpot <= 0 {
+		t.Errorf("TPOT summed over %d sequences (%v), want %d", r.tpotN, r.tpot, seqs)
+	}
+	if r.afterFirst <= 0 || r.afterFirst > r.total {
+		t.Errorf("decode-only window %v of %v", r.afterFirst, r.total)
 	}
 }
 
