@@ -154,8 +154,9 @@ func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64
 }
 
 // benchContext measures decode after a long prompt: decode_ctx_tok_s_xS is
-// the tokens generated after every sequence has its first
-// token (its Context-token prefill done), over the time they took;
+// the tokens the S sequences generate together after each has its first
+// token (their Context-token prompts prefilled side by side), over the
+// time they took;
 // prefill_ctx_tok_s is the single sequence's prompt over the time to its
 // first token (longctx.mjs's prefill_tok_s).
 func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[string]float64) error {
@@ -180,8 +181,16 @@ func benchContext(ctx context.Context, m Forwarder, o BenchOptions, res map[stri
 		if o.Churn {
 			before = func(e *Engine) error { return churn(ctx, e) }
 		}
+		// A step's prefill budget of one chunk per sequence prefills the
+		// S prompts side by side, each in the same chunks as alone, so
+		// they all decode together from the same step. Under one chunk's
+		// budget they were admitted one after another (S*Context/chunk
+		// steps), the first finished before the last had started, and the
+		// rate after the last one's first token was that of a few
+		// sequences, not S (16 at 2048 with 33 tokens: 8 to 1).
 		r, err := benchRunAfter(ctx, m, Options{MaxTotalTokens: s * per, MaxReqTotalLen: per,
-			BatchMaxTokens: o.prefillChunk(), DisablePromptCache: true, SkipLogProbs: true}, prompts, greedy, before)
+			BatchMaxTokens: s * o.prefillChunk(), ChunkedPrefillSize: o.prefillChunk(), DisablePromptCache: true, SkipLogProbs: true},
+			prompts, greedy, before)
 		if err != nil {
 			return err
 		}

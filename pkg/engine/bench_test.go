@@ -164,6 +164,38 @@ func TestBenchRunCountsTokensAfterAllStarted(t *testing.T) {
 	}
 }
 
+// batchLog is nullModel noting each Forward's sequences and tokens.
+type batchLog struct {
+	nullModel
+	seqs, tokens *[]int
+}
+
+func (l batchLog) Forward(b *Batch, kv *KV, logits [][]float32) error {
+	*l.seqs = append(*l.seqs, len(b.Seqs))
+	*l.tokens = append(*l.tokens, len(b.Tokens))
+	return l.nullModel.Forward(b, kv, logits)
+}
+
+// The long-context test's sequences prefill side by side and decode
+// together: its last run (4 sequences after a 1024-token prompt, chunks
+// of 512) is 2 steps of 4 chunks, then 4 steps decoding all 4.
+func TestBenchContextDecodesTogether(t *testing.T) {
+	var seqs, tokens []int
+	_, err := Bench(context.Background(), batchLog{nullModel{vocab: 64}, &seqs, &tokens},
+		BenchOptions{PromptTokens: 4, GenTokens: 5, Sequences: []int{4}, Context: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(seqs) - 6
+	if last < 0 {
+		t.Fatalf("%d forwards", len(seqs))
+	}
+	gotSeqs, gotTokens := seqs[last:], tokens[last:]
+	if wantSeqs, wantTokens := []int{4, 4, 4, 4, 4, 4}, []int{2048, 2048, 4, 4, 4, 4}; !slices.Equal(gotSeqs, wantSeqs) || !slices.Equal(gotTokens, wantTokens) {
+		t.Errorf("last run's steps: %v sequences, %v tokens; want %v, %v", gotSeqs, gotTokens, wantSeqs, wantTokens)
+	}
+}
+
 // BenchmarkStepOverhead is the engine's cost per decode step (batching,
 // KV allocation, sampling over a 32000-token vocabulary, bookkeeping) with a
 // model that costs nothing.
