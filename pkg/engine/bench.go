@@ -312,7 +312,7 @@ func benchRunAfter(ctx context.Context, m Forwarder, opts Options, prompts [][]i
 		}
 		now := time.Now()
 		for _, o := range outs {
-			if o.Token < 0 {
+			if o.Token < 0 || o.ID >= uint64(len(seqs)) { // no token, or not a measured request
 				continue
 			}
 			sq := &seqs[o.ID]
