@@ -85,10 +85,11 @@ func BenchModel(ctx context.Context, path string, threads int, o BenchOptions) (
 // roofline, since the short prefill of bench.mjs's method is not decode.
 // mean_tpot_ms_xS is a serving benchmark's mean TPOT over the S sequences
 // (each one's time from its first token to its last over its tokens after
-// the first), the figure to hold a server's TPOT against: where the
-// prompts take several steps to admit, the sequences admitted first
-// decode through the steps that prefill the others, in the engine as in
-// a server, and decode_only leaves those steps out.
+// the first), computed as `lightllm bench` computes a server's: where the
+// prompts take several steps to admit, it includes, for the sequences
+// admitted first, the steps that prefill the others, which decode_only
+// leaves out (measured at 64 and 256 sequences it grows no slower than the
+// decode-only step: docs/performance.md, twenty-ninth session).
 // overhead_pct_xS is the share of the whole time spent in the engine outside
 // model.Forward.
 func Bench(ctx context.Context, m Forwarder, o BenchOptions) (map[string]float64, error) {
@@ -257,7 +258,8 @@ type benchResult struct {
 	stats Stats
 }
 
-// add accumulates another run's times and counts.
+// add accumulates another run's times and counts (of stats, the two
+// times overhead_pct is made of).
 func (r *benchResult) add(o benchResult) {
 	r.total += o.total
 	r.afterFirst += o.afterFirst
