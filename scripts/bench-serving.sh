@@ -37,10 +37,14 @@
 #                                           the same random prompts came back in every run and
 #                                           stream count, and the server's prompt cache served
 #                                           their prefill, which the engine always computes
-#        REPEAT=1                           bench-engine --repeat: each engine measurement over this
-#                                           many runs of its test, as the server's is over WAVES
-#                                           waves (a small model's single run at 64 streams lasts
-#                                           half a second)
+#        REPEAT=                            bench-engine --repeat: each engine measurement over this
+#                                           many runs of its test. Unset: ceil(MIN_PROMPTS / C), so
+#                                           the engine, like the server, measures at least
+#                                           MIN_PROMPTS sequences: at one stream a single 64-token
+#                                           run (half a second of the 160M model) read 17% apart
+#                                           between runs against 7% over eight (docs/performance.md,
+#                                           thirtieth session); larger counts run once, as more
+#                                           runs did not narrow their spread
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of each bench-engine run, of
 #                                           every server role (LIGHTLLM_CPUPROFILE_DIR) and of
@@ -60,7 +64,7 @@ MODELS=${MODELS:-"stories260K m160-q8_0"}
 CACHE=${CACHE:-/tmp/lightllm-bench-models}
 MIN_PROMPTS=${MIN_PROMPTS:-8}
 WAVES=${WAVES:-3}
-REPEAT=${REPEAT:-1}
+REPEAT=${REPEAT:-}
 PORT=${PORT:-18925}
 CPUPROFILE_DIR=${CPUPROFILE_DIR:-}
 OUT=${OUT:-}
@@ -70,6 +74,9 @@ PIN=${PIN:-0}
 PROMPT=16
 
 log() { printf '%s\n' "$*" >&2; }
+# repeat_for C: bench-engine's --repeat at C streams (REPEAT, or enough runs
+# of C sequences to reach MIN_PROMPTS).
+repeat_for() { if [ -n "$REPEAT" ]; then echo "$REPEAT"; else echo $(((MIN_PROMPTS + $1 - 1) / $1)); fi; }
 
 mkdir -p "$CACHE"
 # launch looks for the role binaries next to itself.
@@ -154,7 +161,7 @@ for name in $MODELS; do
 			prof=()
 			[ -z "$CPUPROFILE_DIR" ] || prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$s-$run.pprof")
 			record engine "$name" "$s" "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
-				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --repeat "$REPEAT" --distinct_prompts --json "${prof[@]}")"
+				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --repeat "$(repeat_for "$s")" --distinct_prompts --json "${prof[@]}")"
 			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
 			cprof=()
@@ -172,7 +179,7 @@ for name in $MODELS; do
 done
 
 jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" --arg pin "$PIN" \
-	--argjson repeat "$REPEAT" --argjson waves "$WAVES" '
+	--arg repeat "${REPEAT:-ceil($MIN_PROMPTS / C)}" --argjson waves "$WAVES" '
   def median: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor]
     else (.[length/2-1] + .[length/2]) / 2 end;
   def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
