@@ -189,7 +189,8 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
   "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
   "engine tok/s = bench-engine --distinct_prompts --repeat \($repeat) decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
   "server: \($waves) waves of C requests at concurrency C (at least the minimum of prompts);",
-  "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench",
+  "server = lightllm bench output_throughput and mean TPOT; extra/step = TPOT - step; client cpu = user+sys of lightllm bench;",
+  "srv/eng = median over runs of server tok/s / engine tok/s of the same run (the pair measured back to back)",
   "",
   ("model" | fmt(13)) + ("streams" | fmt(8)) + ("engine tok/s" | fmt(13)) + ("step ms" | fmt(9))
     + ("server tok/s" | fmt(13)) + ("TPOT ms" | fmt(9)) + ("srv/eng" | fmt(8)) + ("extra/step ms" | fmt(14))
@@ -202,11 +203,23 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
    | ($e | map(step($c)) | median) as $step
    | ($ss | map(.output_throughput) | median) as $st
    | ($ss | map(.mean_tpot_ms) | median) as $tpot
+   | [$ss[] | .run as $run | .output_throughput as $o
+      | ($e | map(select(.run == $run))[0] // null) as $pe
+      | if $pe == null then null else div($o; $pe["decode_tok_s_x\($c)"]) end] as $pr
    | ($ss[0].name | fmt(13)) + ($c | fmt(8)) + ($et | r(0) | fmt(13)) + ($step | r(2) | fmt(9))
      + ($st | r(0) | fmt(13)) + ($tpot | r(2) | fmt(9))
-     + (div($st; $et) | r(2) | fmt(8))
+     + ($pr | median | r(2) | fmt(8))
      + (if $step == null or $tpot == null then null else $tpot - $step end | r(2) | fmt(14))
      + ($ss | map(.client_cpu_s) | median | r(2) | fmt(13)) + ($ss | map(.duration) | median | r(1))),
+  "",
+  "server / engine per run (each server run against the engine run next to it)",
+  (group_by(.name)[] | . as $rows
+   | $rows | map(select(.kind == "server")) | group_by(.streams)[] as $ss
+   | $ss[0].streams as $c
+   | ($ss[0].name | fmt(13)) + ($c | fmt(8))
+     + ([$ss[] | .run as $run | .output_throughput as $o
+         | ($rows | map(select(.kind == "engine" and .streams == $c and .run == $run))[0] // null) as $pe
+         | if $pe == null then null else div($o; $pe["decode_tok_s_x\($c)"]) end | r(3)] | join(" "))),
   "",
   "TPOT growth per run: server TPOT ratio / engine step ratio between successive stream counts (same run)",
   (group_by(.name)[] | . as $rows
