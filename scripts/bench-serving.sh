@@ -186,6 +186,10 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
   def fmt($w): tostring | if length < $w then . + (" " * ($w - length)) else . end;
   def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
   def step($c): div($c * 1000; .["decode_only_tok_s_x\($c)"]); # ms, of an engine record (null: none)
+  # per_run($rows; $c): of server records at C streams, the output tok/s of each over the engine
+  # record of its run and stream count in $rows (null: none)
+  def per_run($rows; $c): map(.run as $run | div(.output_throughput;
+    ($rows | map(select(.kind == "engine" and .streams == $c and .run == $run))[0])["decode_tok_s_x\($c)"]));
   "serving overhead: --threads \($threads)\(if $pin == "1" then " --pin_cpus (bench-engine on infer'"'"'s CPUs, client on the others)" else "" end), prompt 16, output \($gen) (ignore_eos); medians of \($runs) alternating runs",
   "engine tok/s = bench-engine --distinct_prompts --repeat \($repeat) decode_tok_s_xC (16-token prefills included); step = C / decode_only_tok_s_xC;",
   "server: \($waves) waves of C requests at concurrency C (at least the minimum of prompts);",
@@ -203,12 +207,9 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
    | ($e | map(step($c)) | median) as $step
    | ($ss | map(.output_throughput) | median) as $st
    | ($ss | map(.mean_tpot_ms) | median) as $tpot
-   | [$ss[] | .run as $run | .output_throughput as $o
-      | ($e | map(select(.run == $run))[0] // null) as $pe
-      | if $pe == null then null else div($o; $pe["decode_tok_s_x\($c)"]) end] as $pr
    | ($ss[0].name | fmt(13)) + ($c | fmt(8)) + ($et | r(0) | fmt(13)) + ($step | r(2) | fmt(9))
      + ($st | r(0) | fmt(13)) + ($tpot | r(2) | fmt(9))
-     + ($pr | median | r(2) | fmt(8))
+     + ($ss | per_run($rows; $c) | median | r(2) | fmt(8))
      + (if $step == null or $tpot == null then null else $tpot - $step end | r(2) | fmt(14))
      + ($ss | map(.client_cpu_s) | median | r(2) | fmt(13)) + ($ss | map(.duration) | median | r(1))),
   "",
@@ -217,9 +218,7 @@ jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" 
    | $rows | map(select(.kind == "server")) | group_by(.streams)[] as $ss
    | $ss[0].streams as $c
    | ($ss[0].name | fmt(13)) + ($c | fmt(8))
-     + ([$ss[] | .run as $run | .output_throughput as $o
-         | ($rows | map(select(.kind == "engine" and .streams == $c and .run == $run))[0] // null) as $pe
-         | if $pe == null then null else div($o; $pe["decode_tok_s_x\($c)"]) end | r(3)] | join(" "))),
+     + ($ss | per_run($rows; $c) | map(r(3)) | join(" "))),
   "",
   "TPOT growth per run: server TPOT ratio / engine step ratio between successive stream counts (same run)",
   (group_by(.name)[] | . as $rows
