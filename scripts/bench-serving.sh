@@ -38,13 +38,15 @@
 #                                           stream count, and the server's prompt cache served
 #                                           their prefill, which the engine always computes
 #        REPEAT=                            bench-engine --repeat: each engine measurement over this
-#                                           many runs of its test. Unset: ceil(MIN_PROMPTS / C), so
-#                                           the engine, like the server, measures at least
-#                                           MIN_PROMPTS sequences: at one stream a single 64-token
-#                                           run (half a second of the 160M model) read 17% apart
-#                                           between runs against 7% over eight (docs/performance.md,
-#                                           thirtieth session); larger counts run once, as more
-#                                           runs did not narrow their spread
+#                                           many runs of its test. Unset: as many runs of C
+#                                           sequences as the server gets requests, max(WAVES * C,
+#                                           MIN_PROMPTS) / C rounded up (8 at one stream, WAVES from
+#                                           8 streams on), so both sides of a ratio measure as long:
+#                                           one 64-token run at one stream read 17% apart between
+#                                           runs against 7% over eight (thirtieth session), and one
+#                                           wave at 64 and 256 streams of stories260K against WAVES
+#                                           of them, engine cv 0.14-0.17 -> 0.07-0.09 at one thread
+#                                           (thirty-first session, docs/performance.md)
 #        PORT=18925                         server port (its instance name is bench-serving-PORT)
 #        CPUPROFILE_DIR=DIR                 also write CPU profiles of each bench-engine run, of
 #                                           every server role (LIGHTLLM_CPUPROFILE_DIR) and of
@@ -74,9 +76,16 @@ PIN=${PIN:-0}
 PROMPT=16
 
 log() { printf '%s\n' "$*" >&2; }
+# requests_for C: the server's requests at C streams, max(WAVES * C, MIN_PROMPTS).
+requests_for() { echo $((WAVES * $1 > MIN_PROMPTS ? WAVES * $1 : MIN_PROMPTS)); }
 # repeat_for C: bench-engine's --repeat at C streams (REPEAT, or enough runs
-# of C sequences to reach MIN_PROMPTS).
-repeat_for() { if [ -n "$REPEAT" ]; then echo "$REPEAT"; else echo $(((MIN_PROMPTS + $1 - 1) / $1)); fi; }
+# of C sequences to match the server's requests).
+repeat_for() {
+	if [ -n "$REPEAT" ]; then echo "$REPEAT"; return; fi
+	local n
+	n=$(requests_for "$1")
+	echo $(((n + $1 - 1) / $1))
+}
 
 mkdir -p "$CACHE"
 # launch looks for the role binaries next to itself.
@@ -162,7 +171,7 @@ for name in $MODELS; do
 			[ -z "$CPUPROFILE_DIR" ] || prof=(--cpuprofile "$CPUPROFILE_DIR/engine-$name-$s-$run.pprof")
 			record engine "$name" "$s" "$("${engine_cpus[@]}" "$BIN" bench-engine --model_dir "$model" --threads "$THREADS" \
 				--prompt_tokens "$PROMPT" --gen_tokens "$GEN" --sequences "$s" --repeat "$(repeat_for "$s")" --distinct_prompts --json "${prof[@]}")"
-			n=$((WAVES * s > MIN_PROMPTS ? WAVES * s : MIN_PROMPTS))
+			n=$(requests_for "$s")
 			log "$name run $run/$RUNS: bench --max_concurrency $s --num_prompts $n"
 			cprof=()
 			[ -z "$CPUPROFILE_DIR" ] || cprof=(--cpuprofile "$CPUPROFILE_DIR/client-$name-$s-$run.pprof")
@@ -179,7 +188,7 @@ for name in $MODELS; do
 done
 
 jq -rs --argjson threads "$THREADS" --argjson gen "$GEN" --argjson runs "$RUNS" --arg pin "$PIN" \
-	--arg repeat "${REPEAT:-ceil($MIN_PROMPTS / C)}" --argjson waves "$WAVES" '
+	--arg repeat "${REPEAT:-ceil(max($WAVES * C, $MIN_PROMPTS) / C)}" --argjson waves "$WAVES" '
   def median: map(select(. != null)) | sort | if length == 0 then null elif length % 2 == 1 then .[length/2|floor]
     else (.[length/2-1] + .[length/2]) / 2 end;
   def r($n): if . == null then "-" else (. * pow(10; $n) | round / pow(10; $n) | tostring) end;
