@@ -134,6 +134,8 @@ func TestSyntaxErrors(t *testing.T) {
 		"raw-unclosed":     "{% raw %} abc",
 		"bad-escape":       `{{ '\xZZ' }}`,
 		"bang-filter":      "{{ messages|!select }}", // the library skipped '!' and panicked in select
+		"semicolon-filter": "{{ messages|;select }}", // likewise ';' (found by FuzzTemplate in CI)
+		"semicolon":        "{{ a; b }}",
 		"unknown-char":     "{{ a $ b }}",
 		"non-ascii-name":   "{{ messages|\xc5select }}",
 	} {

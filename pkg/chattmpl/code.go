@@ -79,8 +79,10 @@ func (l *lexer) tokenizeCode(code string, at int) ([]ctok, error) {
 			// then panicked in), jinja2 stops with a syntax error. Bytes
 			// above ASCII outside string literals (identifiers jinja2
 			// would take as Unicode names) are refused the same way: the
-			// library skips those too.
-			if j == i+1 && !strings.ContainsRune("+-/*%~.:|,;=<>", rune(c)) {
+			// library skips those too. jinja2 lexes ';' but no rule of its
+			// grammar takes one, so it is refused here too (the library
+			// skipped it: "x|;select" panicked like "x|!select").
+			if j == i+1 && !strings.ContainsRune("+-/*%~.:|,=<>", rune(c)) {
 				return nil, l.errorf(at+i, "unexpected char %q", c)
 			}
 		}
