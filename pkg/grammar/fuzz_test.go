@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -52,7 +53,7 @@ func fuzzWalk(t *testing.T, g *Grammar, v *Vocab, walk []byte) {
 		if n != len(allowed) {
 			t.Fatalf("step %d: FillMask counted %d tokens, Accept took %d", step, n, len(allowed))
 		}
-		if m.FillMask(again) != n || !equalBits(bits, again) {
+		if m.FillMask(again) != n || !slices.Equal(bits, again) {
 			t.Fatalf("step %d: the mask changed after probing every token and rolling back", step)
 		}
 		if len(allowed) == 0 {
@@ -66,52 +67,23 @@ func fuzzWalk(t *testing.T, g *Grammar, v *Vocab, walk []byte) {
 	}
 }
 
-func equalBits(a, b []uint64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // fuzzSrcLimit keeps inputs to what a request's constraint plausibly is
 // and each fuzz run short; the compilers' own budgets (maxDFAStates,
 // maxDeterminizeWork, maxRegexRepeat) bound the rest.
 const fuzzSrcLimit = 512
 
-func FuzzRegex(f *testing.F) {
-	for _, s := range []string{`[a-z]+@[a-z]+\.com`, `(ab|cd)*x{2,5}`, `\d{3}-\d{4}`, `(?i)yes|no`, `[^"\\]*`, `.{0,3}ä`, `a|`, `(a*)*b`} {
-		f.Add(s, []byte{0, 1, 2, 3, 250, 7})
-	}
-	v := fuzzVocab()
-	f.Fuzz(func(t *testing.T, re string, walk []byte) {
-		if len(re) > fuzzSrcLimit {
-			return
-		}
-		g, err := CompileRegex(re)
-		if err != nil {
-			return
-		}
-		fuzzWalk(t, g, v, walk)
-	})
-}
-
-func FuzzGBNF(f *testing.F) {
-	for _, s := range []string{
-		"root ::= \"(\" root \")\" | \"x\"\n",
-		"root ::= word (\" \" word){0,2}\nword ::= [a-z]+ # letters\n",
-		"root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= list | \"x\" | \"(\" pair \")\"\npair ::= item \":\" item",
-		"root ::= [^\\n]* \"\\n\" | \"\\u00e4\"?",
-	} {
-		f.Add(s, []byte{3, 1, 4, 1, 5, 9, 2, 6})
+// fuzzCompiler fuzzes one compiler: seeds are its sources, each added
+// with walk; whatever compiles is walked by fuzzWalk.
+func fuzzCompiler(f *testing.F, seeds []string, walk []byte, compile func(string) (*Grammar, error)) {
+	for _, s := range seeds {
+		f.Add(s, walk)
 	}
 	v := fuzzVocab()
 	f.Fuzz(func(t *testing.T, src string, walk []byte) {
 		if len(src) > fuzzSrcLimit {
 			return
 		}
-		g, err := CompileGBNF(src, Options{MaxDepth: 8})
+		g, err := compile(src)
 		if err != nil {
 			return
 		}
@@ -119,8 +91,24 @@ func FuzzGBNF(f *testing.F) {
 	})
 }
 
+func FuzzRegex(f *testing.F) {
+	fuzzCompiler(f, []string{`[a-z]+@[a-z]+\.com`, `(ab|cd)*x{2,5}`, `\d{3}-\d{4}`, `(?i)yes|no`, `[^"\\]*`, `.{0,3}ä`, `a|`, `(a*)*b`},
+		[]byte{0, 1, 2, 3, 250, 7}, CompileRegex)
+}
+
+func FuzzGBNF(f *testing.F) {
+	fuzzCompiler(f, []string{
+		"root ::= \"(\" root \")\" | \"x\"\n",
+		"root ::= word (\" \" word){0,2}\nword ::= [a-z]+ # letters\n",
+		"root ::= list\nlist ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= list | \"x\" | \"(\" pair \")\"\npair ::= item \":\" item",
+		"root ::= [^\\n]* \"\\n\" | \"\\u00e4\"?",
+	}, []byte{3, 1, 4, 1, 5, 9, 2, 6}, func(src string) (*Grammar, error) {
+		return CompileGBNF(src, Options{MaxDepth: 8})
+	})
+}
+
 func FuzzJSONSchema(f *testing.F) {
-	for _, s := range []string{
+	fuzzCompiler(f, []string{
 		`{"type":"object","properties":{"a":{"type":"string"},"n":{"type":["integer","null"]},"l":{"type":"array","items":{"type":"number"}}}}`,
 		`{"anyOf":[{"type":"string","maxLength":3},{"type":"object","additionalProperties":{"type":"integer"}}]}`,
 		`{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}`,
@@ -128,18 +116,7 @@ func FuzzJSONSchema(f *testing.F) {
 		`{"enum":[1,"x",null,{"a":[true]}]}`,
 		`{"type":"integer","minimum":-5,"exclusiveMaximum":120,"multipleOf":3}`,
 		`{"type":"object","patternProperties":{"^x-":{"const":1}},"required":["id"],"properties":{"id":{"type":"string","format":"uuid"}}}`,
-	} {
-		f.Add(s, []byte{0, 9, 1, 8, 2, 7, 3, 6})
-	}
-	v := fuzzVocab()
-	f.Fuzz(func(t *testing.T, schema string, walk []byte) {
-		if len(schema) > fuzzSrcLimit {
-			return
-		}
-		g, err := CompileJSONSchema([]byte(schema), Options{MaxDepth: 8, MaxStringLength: 8, MaxItems: 4})
-		if err != nil {
-			return
-		}
-		fuzzWalk(t, g, v, walk)
+	}, []byte{0, 9, 1, 8, 2, 7, 3, 6}, func(src string) (*Grammar, error) {
+		return CompileJSONSchema([]byte(src), Options{MaxDepth: 8, MaxStringLength: 8, MaxItems: 4})
 	})
 }
