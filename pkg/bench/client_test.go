@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,11 +29,14 @@ func TestStreamReaderReuse(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			bodies := []string{c.first, chunk("p") + chunk("q") + done}
-			n := 0
+			// The request counter is taken before the body is written: the
+			// client can read a whole body and send its next request before
+			// the handler that wrote it returns.
+			var n atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				i := int(n.Add(1)) - 1
 				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = w.Write([]byte(bodies[min(n, len(bodies)-1)]))
-				n++
+				_, _ = w.Write([]byte(bodies[min(i, len(bodies)-1)]))
 			}))
 			defer srv.Close()
 			q := &requester{client: srv.Client(), url: srv.URL, api: APICompletions, model: "m", start: time.Now(), now: time.Now}
