@@ -41,7 +41,7 @@ step "go test ./..."
 go test -count=1 -timeout 60m ./...
 
 step "go test -race (concurrent packages)"
-race_pkgs=$(go list ./shm/... ./pkg/tensor/... ./pkg/ipc/... ./pkg/supervisor/... ./pkg/rolectl/... ./pkg/router/... ./pkg/kvcache/... ./pkg/engine/... ./pkg/hub/... ./pkg/metrics/... ./pkg/health/... ./pkg/gpu/... ./pkg/apiserver/... ./pkg/detok/... ./pkg/infer/... ./pkg/grammar/... 2>/dev/null || true)
+race_pkgs=$(go list ./shm/... ./pkg/tensor/... ./pkg/ipc/... ./pkg/supervisor/... ./pkg/rolectl/... ./pkg/router/... ./pkg/kvcache/... ./pkg/engine/... ./pkg/hub/... ./pkg/metrics/... ./pkg/health/... ./pkg/gpu/... ./pkg/apiserver/... ./pkg/detok/... ./pkg/infer/... ./pkg/grammar/... ./pkg/bench/... ./pkg/eppproxy/... ./pkg/constrain/... ./pkg/rawconn/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ]; then go test -race -short -count=1 -timeout 45m $race_pkgs; fi
 
 if [ -x scripts/fuzz-short.sh ]; then step "fuzz (short budgets)"; scripts/fuzz-short.sh; fi
