@@ -109,7 +109,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		}
 		return n
 	}
-	allowed := func(id int32) bool { return bits[id>>6]>>(uint(id)&63)&1 == 1 }
+	allowed := func(id int32) bool { return maskAllows(bits, id) }
 	for _, sc := range cfg.Corpus {
 		rep.Schemas++
 		w0, c0 := time.Now(), cputime.Thread()

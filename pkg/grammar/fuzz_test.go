@@ -36,7 +36,7 @@ func fuzzWalk(t *testing.T, g *Grammar, v *Vocab, walk []byte) {
 		}
 		var allowed []int32
 		for id := int32(0); id < int32(v.Size()); id++ {
-			inMask := bits[id>>6]>>(id&63)&1 == 1
+			inMask := maskAllows(bits, id)
 			err := m.Accept(id)
 			if (err == nil) != inMask {
 				t.Fatalf("step %d: token %d %q: in mask %v, Accept error %v", step, id, v.TokenBytes(id), inMask, err)

@@ -43,7 +43,7 @@ func MaskBench(r io.Reader, v *Vocab, encode func(string) []int32, opts Options)
 	defer runtime.UnlockOSThread()
 	cache := NewCache(16)
 	bits := make([]uint64, v.MaskWords())
-	allowed := func(id int32) bool { return bits[id>>6]>>(uint(id)&63)&1 == 1 }
+	allowed := func(id int32) bool { return maskAllows(bits, id) }
 	eos := v.EOS()
 	if len(eos) == 0 {
 		return nil, fmt.Errorf("maskbench: the vocabulary has no EOS token")

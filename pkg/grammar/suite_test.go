@@ -179,10 +179,9 @@ func runSuiteFile(t *testing.T, path string, opts Options, v *Vocab, tk *tokeniz
 // of them and then EOS were allowed (and accepted).
 func forceTokens(g *Grammar, v *Vocab, tk *tokenizer.Tokenizer, text string, bits []uint64) bool {
 	m := NewMatcher(g, v)
-	has := func(id int32) bool { return bits[id>>6]>>(uint(id)&63)&1 == 1 }
 	for _, id := range tk.Encode(text, false) {
 		m.FillMask(bits)
-		if !has(id) {
+		if !maskAllows(bits, id) {
 			return false
 		}
 		if err := m.Accept(id); err != nil {
@@ -191,7 +190,7 @@ func forceTokens(g *Grammar, v *Vocab, tk *tokenizer.Tokenizer, text string, bit
 	}
 	m.FillMask(bits)
 	eos := v.EOS()[0]
-	return has(eos) && m.Accept(eos) == nil
+	return maskAllows(bits, eos) && m.Accept(eos) == nil
 }
 
 func TestJSONSchemaTestSuite(t *testing.T) {

@@ -174,6 +174,9 @@ func (v *Vocab) warmStrings(maxChars int) {
 // Size is the number of token ids, the number of bits FillMask writes.
 func (v *Vocab) Size() int { return v.size }
 
+// maskAllows reports whether token id is set in a mask FillMask filled.
+func maskAllows(bits []uint64, id int32) bool { return bits[id>>6]>>(uint(id)&63)&1 == 1 }
+
 // MaskWords is the length of the []uint64 FillMask needs.
 func (v *Vocab) MaskWords() int { return (v.size + 63) / 64 }
 
