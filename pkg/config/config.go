@@ -135,7 +135,7 @@ type Config struct {
 	// wake-up each instead of one per step. A request's first token, its
 	// end and an idle engine wake it at once, so time to first token and
 	// the end of a stream are not delayed; the text is the same. 0 wakes
-	// it after every step. Past 64 requests the spacing grows in
+	// it after every step. Past PacedStreams requests the spacing grows in
 	// proportion (StreamSpacing), so the pipeline's work per ring,
 	// which grows with the streams, stays bounded.
 	StreamInterval Duration `json:"stream_interval"`
@@ -272,8 +272,13 @@ func (c *Config) IdleWait() time.Duration {
 
 // PacedStreams is how many streams one hand-over of generated tokens per
 // StreamInterval is sized for: with more, hand-overs are spaced further
-// apart in proportion (StreamSpacing).
-const PacedStreams = 64
+// apart in proportion (StreamSpacing). It was 64 until the thirty-fourth
+// session: at 32 the apiserver and the benchmark client spent ~20-30% less
+// CPU per token at 64 and 256 streams of stories260K on two cores, and
+// the server's TPOT growth from 64 to 256 streams fell by ~4% against the
+// engine's step (48 paired runs a side, docs/performance.md), while up to
+// 32 streams, where a hand-over is cheap, nothing changes.
+const PacedStreams = 32
 
 // StreamSpacing is the least time between two hand-overs of a stream's
 // generated tokens to the pipeline while n requests run: interval
@@ -284,9 +289,10 @@ const PacedStreams = 64
 // 256 streams of stories260K, where a step outlasts the interval and every
 // step was handed over, it took a quarter of the step from the model's
 // threads (issue 25). Spacing in proportion to n bounds it to about one
-// 64-stream hand-over per interval; each stream then gets its tokens in
-// chunks, at most n/PacedStreams x interval apart (40 ms at 256 streams by
-// default). interval 0 hands over after every step.
+// PacedStreams-stream hand-over per interval; each stream then gets its
+// tokens in chunks, at most n/PacedStreams x interval apart (20 ms at 64
+// streams, 80 ms at 256 by default). interval 0 hands over after every
+// step.
 func StreamSpacing(interval time.Duration, n int) time.Duration {
 	if n <= PacedStreams {
 		return interval

@@ -330,8 +330,8 @@ func TestStreamSpacing(t *testing.T) {
 		{10 * ms, 1, 10 * ms},
 		{10 * ms, PacedStreams, 10 * ms},
 		{10 * ms, 2 * PacedStreams, 20 * ms},
-		{10 * ms, 256, 40 * ms},
-		{10 * ms, 96, 15 * ms},
+		{10 * ms, 256, 80 * ms},
+		{10 * ms, 48, 15 * ms},
 		{0, 256, 0}, // a hand-over per step stays a hand-over per step
 	} {
 		if got := StreamSpacing(tc.interval, tc.n); got != tc.want {

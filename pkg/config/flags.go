@@ -77,7 +77,7 @@ func RegisterFlags(fs *pflag.FlagSet) *Flags {
 	fs.Var(&c.HealthInterval, "health_interval", "health role probe interval")
 	fs.StringVar(&c.Pooling, "pooling", c.Pooling, "/v1/embeddings pooling: auto (the model's modules.json / 1_Pooling or GGUF pooling_type; none: not served), last, mean or cls (any model)")
 	fs.Var(&c.StatsInterval, "stats_interval", "infer logs a stats line (running, waiting, KV usage %, prompt/generation tokens/s, prefix-cache hit rate) this often while there is activity (0 = off)")
-	fs.Var(&c.StreamInterval, "stream_interval", "infer wakes the detokenizer for generated tokens at most this often, so that several steps' tokens are streamed in one wake-up of each role (a request's first and last token go at once; past 64 running requests the spacing grows in proportion, e.g. 4x at 256; 0 = after every step)")
+	fs.Var(&c.StreamInterval, "stream_interval", "infer wakes the detokenizer for generated tokens at most this often, so that several steps' tokens are streamed in one wake-up of each role (a request's first and last token go at once; past 32 running requests the spacing grows in proportion, e.g. 8x at 256; 0 = after every step)")
 	fs.Var(&c.HealthTimeout, "health_timeout", "no progress for this long while busy = unhealthy")
 	fs.IntVar(&c.HealthFailures, "health_failures", c.HealthFailures, "failed checks before health asks for a restart")
 	fs.Var(&c.HeartbeatInterval, "heartbeat_interval", "role → supervisor heartbeat interval")
