@@ -273,11 +273,12 @@ func (c *Config) IdleWait() time.Duration {
 // PacedStreams is how many streams one hand-over of generated tokens per
 // StreamInterval is sized for: with more, hand-overs are spaced further
 // apart in proportion (StreamSpacing). It was 64 until the thirty-fourth
-// session: at 32 the apiserver and the benchmark client spent ~20-30% less
+// session: at 32 the apiserver and the benchmark client spent ~15-30% less
 // CPU per token at 64 and 256 streams of stories260K on two cores, and
 // the server's TPOT growth from 64 to 256 streams fell by ~4% against the
-// engine's step (48 paired runs a side, docs/performance.md), while up to
-// 32 streams, where a hand-over is cheap, nothing changes.
+// engine's step (40-48 paired runs a side at each thread setting,
+// docs/performance.md), while up to 32 streams, where a hand-over is
+// cheap, nothing changes.
 const PacedStreams = 32
 
 // StreamSpacing is the least time between two hand-overs of a stream's
