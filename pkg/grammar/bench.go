@@ -109,7 +109,6 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 		}
 		return n
 	}
-	allowed := func(id int32) bool { return maskAllows(bits, id) }
 	for _, sc := range cfg.Corpus {
 		rep.Schemas++
 		w0, c0 := time.Now(), cputime.Thread()
@@ -138,7 +137,7 @@ func Bench(cfg BenchConfig) (*BenchReport, error) {
 				m := NewMatcher(g, cfg.Vocab)
 				for _, id := range cfg.Encode(text) {
 					timedMask(m)
-					if !allowed(id) {
+					if !maskAllows(bits, id) {
 						return nil, fmt.Errorf("%s example %d: token %q of %s not allowed", sc.Name, i, cfg.Vocab.TokenBytes(id), text)
 					}
 					if err := m.Accept(id); err != nil {

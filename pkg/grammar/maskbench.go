@@ -43,7 +43,6 @@ func MaskBench(r io.Reader, v *Vocab, encode func(string) []int32, opts Options)
 	defer runtime.UnlockOSThread()
 	cache := NewCache(16)
 	bits := make([]uint64, v.MaskWords())
-	allowed := func(id int32) bool { return maskAllows(bits, id) }
 	eos := v.EOS()
 	if len(eos) == 0 {
 		return nil, fmt.Errorf("maskbench: the vocabulary has no EOS token")
@@ -80,7 +79,7 @@ func MaskBench(r io.Reader, v *Vocab, encode func(string) []int32, opts Options)
 			for _, id := range encode(tc.Text) {
 				w0, c0 := time.Now(), cputime.Thread()
 				m.FillMask(bits)
-				ok := allowed(id)
+				ok := maskAllows(bits, id)
 				if ok {
 					if err := m.Accept(id); err != nil {
 						return nil, fmt.Errorf("maskbench: %s: the mask allowed a token Accept refuses: %w", rec.ID, err)
@@ -95,7 +94,7 @@ func MaskBench(r io.Reader, v *Vocab, encode func(string) []int32, opts Options)
 			}
 			if accepted {
 				m.FillMask(bits)
-				accepted = allowed(eos[0])
+				accepted = maskAllows(bits, eos[0])
 			}
 			switch {
 			case tc.Valid && !accepted:
