@@ -272,13 +272,12 @@ func (c *Config) IdleWait() time.Duration {
 
 // PacedStreams is how many streams one hand-over of generated tokens per
 // StreamInterval is sized for: with more, hand-overs are spaced further
-// apart in proportion (StreamSpacing). It was 64 until the thirty-fourth
-// session: at 32 the apiserver and the benchmark client spent ~15-30% less
-// CPU per token at 64 and 256 streams of stories260K on two cores, and
-// the server's TPOT growth from 64 to 256 streams fell by ~4% against the
-// engine's step (40-48 paired runs a side at each thread setting,
-// docs/performance.md), while up to 32 streams, where a hand-over is
-// cheap, nothing changes.
+// apart in proportion (StreamSpacing). 32 rather than 64: the apiserver
+// and the benchmark client spend ~15-30% less CPU per token at 64 and 256
+// streams of stories260K on two cores, and the server's TPOT growth from
+// 64 to 256 streams is ~4% lower against the engine's step (40-48 paired
+// runs a side at each thread setting, docs/performance.md), while up to
+// 32 streams, where a hand-over is cheap, nothing changes.
 const PacedStreams = 32
 
 // StreamSpacing is the least time between two hand-overs of a stream's
